@@ -1,0 +1,524 @@
+// fftconv-bench: runs the engine on shape suites (or one shape), times it against cuDNN, verifies it
+// against the fp64 device oracle, and writes an aligned table and JSON.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fftconv/fftconv.hpp"
+#include "reference/reference.h"
+#include "testing/testing.h"
+
+namespace {
+
+using fftconv::Algo;
+using fftconv::ConvDesc;
+using fftconv::DType;
+using fftconv::Options;
+using fftconv::Plan;
+namespace ft = fftconv::testing;
+
+// H200 ceilings used for the floor column: measured copy bandwidth and fp32 FMA peak.
+constexpr double kCopyBytesPerSec = 4.3e12;
+constexpr double kFp32FlopsPerSec = 67e12;
+// Inputs smaller than this are rotated among several copies so timings do not measure L2 (50 MB).
+constexpr std::size_t kL2Bytes = 50u << 20;
+constexpr int kMaxRotations = 32;
+
+struct Config {
+  std::vector<std::string> shape_files;
+  std::vector<ft::ShapeRow> single;
+  bool verify = false;
+  bool cudnn = true;
+  std::string json_path;
+  std::string filter;
+  int iters = 20;
+  int warmup = 5;
+  Algo algo = Algo::kAuto;
+  std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
+  std::string command;
+};
+
+struct Row {
+  std::string name, desc, dtype, status = "ok";
+  bool verified = false, pass = true;
+  double engine_ms = NAN, plan_ms = NAN, fft_ms = NAN;
+  double cudnn_ms = NAN, cudnn_tf32_ms = NAN, speedup = NAN;
+  std::string cudnn_algo, cudnn_tf32_algo;
+  double rel_err = NAN, max_err = NAN;
+  std::string algo, gemm, reason;
+  std::int64_t fft_h = 0, fft_w = 0;
+  std::size_t workspace_bytes = 0;
+  double floor_ms = NAN;
+  std::vector<std::pair<std::string, double>> gemm_ms;  // --gemm all: FFT time per tiling
+  std::string gemm_best;
+  double regret = NAN;  // chosen tiling's time / best tiling's time
+};
+
+[[noreturn]] void usage(int code) {
+  std::printf(
+      "usage: fftconv-bench [--shapes FILE.csv]... [shape flags | --desc STRING] [options]\n"
+      "  --shapes FILE     shape suite CSV (columns name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,\n"
+      "                    stride_w,dil_h,dil_w,groups,dtype); may repeat\n"
+      "  shape flags       --n --c --h --w --k --r --s --pad --pad-h --pad-w --stride --stride-h\n"
+      "                    --stride-w --dil --dil-h --dil-w --groups --dtype f32|f16|bf16 --name\n"
+      "  --desc STRING     one shape by its canonical string (n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32)\n"
+      "  --verify          compare with the fp64 device oracle; exit 1 if a row is out of tolerance\n"
+      "  --json FILE       write the results as JSON\n"
+      "  --iters N         timed runs per measurement (median reported; default 20)\n"
+      "  --warmup N        untimed runs first (default 5)\n"
+      "  --algo A          engine algorithm: auto (default), fft or cudnn\n"
+      "  --gemm NAME|all   FFT path: force a GEMM tiling, or time every tiling per row and\n"
+      "                    report the heuristic's regret (chosen time / best time)\n"
+      "  --no-cudnn        skip the cuDNN baselines\n"
+      "  --filter TEXT     only rows whose name contains TEXT\n");
+  std::exit(code);
+}
+
+Config parse_args(int argc, char** argv) {
+  Config c;
+  for (int i = 0; i < argc; ++i) c.command += (i ? " " : "") + std::string(argv[i]);
+  ConvDesc d;
+  bool have_shape_flags = false;
+  std::string name = "cli";
+  std::map<std::string, std::int64_t*> ints = {
+      {"--n", &d.n},           {"--c", &d.c},         {"--h", &d.h},
+      {"--w", &d.w},           {"--k", &d.k},         {"--r", &d.r},
+      {"--s", &d.s},           {"--pad-h", &d.pad_h}, {"--pad-w", &d.pad_w},
+      {"--stride-h", &d.stride_h}, {"--stride-w", &d.stride_w}, {"--dil-h", &d.dil_h},
+      {"--dil-w", &d.dil_w},   {"--groups", &d.groups}};
+  auto value = [&](int& i) -> std::string {
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "fftconv-bench: %s needs a value\n", argv[i]);
+      usage(2);
+    }
+    return argv[++i];
+  };
+  auto integer = [&](const std::string& flag, const std::string& v) {
+    char* end = nullptr;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end) {
+      std::fprintf(stderr, "fftconv-bench: %s expects an integer, got '%s'\n", flag.c_str(), v.c_str());
+      usage(2);
+    }
+    return static_cast<std::int64_t>(x);
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") usage(0);
+    if (ints.count(a)) {
+      *ints[a] = integer(a, value(i));
+      have_shape_flags = true;
+    } else if (a == "--pad") {
+      d.pad_h = d.pad_w = integer(a, value(i));
+      have_shape_flags = true;
+    } else if (a == "--stride") {
+      d.stride_h = d.stride_w = integer(a, value(i));
+      have_shape_flags = true;
+    } else if (a == "--dil") {
+      d.dil_h = d.dil_w = integer(a, value(i));
+      have_shape_flags = true;
+    } else if (a == "--dtype") {
+      d.dtype = fftconv::parse_dtype(value(i));
+      have_shape_flags = true;
+    } else if (a == "--name") {
+      name = value(i);
+    } else if (a == "--desc") {
+      c.single.push_back({name == "cli" ? "desc" : name, ConvDesc::parse(value(i))});
+    } else if (a == "--shapes") {
+      c.shape_files.push_back(value(i));
+    } else if (a == "--verify") {
+      c.verify = true;
+    } else if (a == "--no-cudnn") {
+      c.cudnn = false;
+    } else if (a == "--json") {
+      c.json_path = value(i);
+    } else if (a == "--filter") {
+      c.filter = value(i);
+    } else if (a == "--iters") {
+      c.iters = static_cast<int>(integer(a, value(i)));
+    } else if (a == "--warmup") {
+      c.warmup = static_cast<int>(integer(a, value(i)));
+    } else if (a == "--gemm") {
+      c.gemm = value(i);
+    } else if (a == "--algo") {
+      c.algo = fftconv::parse_algo(value(i));
+    } else {
+      std::fprintf(stderr, "fftconv-bench: unknown argument '%s'\n", a.c_str());
+      usage(2);
+    }
+  }
+  if (have_shape_flags) c.single.push_back({name, d});
+  if (c.shape_files.empty() && c.single.empty()) {
+    std::fprintf(stderr, "fftconv-bench: give --shapes FILE.csv or a shape (--desc, --n ...)\n");
+    usage(2);
+  }
+  if (c.iters < 1 || c.warmup < 0) {
+    std::fprintf(stderr, "fftconv-bench: --iters must be >= 1 and --warmup >= 0\n");
+    usage(2);
+  }
+  return c;
+}
+
+// Input sets: several copies when they fit in L2, so repeated runs do not time the cache.
+struct Inputs {
+  std::vector<ft::DeviceBuffer> x, w;
+  ft::DeviceBuffer bias, y, x32, w32, bias32;
+  int copies = 1;
+};
+
+Inputs make_inputs(const ConvDesc& d, std::uint64_t seed) {
+  Inputs in;
+  const std::size_t es = fftconv::dtype_size(d.dtype);
+  const std::size_t in_bytes = es * (d.x_elems() + d.w_elems());
+  in.copies = in_bytes < kL2Bytes
+                  ? static_cast<int>(std::min<std::size_t>(kMaxRotations, 2 * kL2Bytes / in_bytes + 1))
+                  : 1;
+  const auto xv = ft::random_values(d.x_elems(), seed, d.dtype);
+  const auto wv = ft::random_values(d.w_elems(), seed + 1, d.dtype);
+  const auto bv = ft::random_values(d.k, seed + 2, d.dtype);
+  const auto xb = ft::encode(xv, d.dtype), wb = ft::encode(wv, d.dtype), bb = ft::encode(bv, d.dtype);
+  for (int i = 0; i < in.copies; ++i) {
+    in.x.emplace_back(xb.size());
+    in.x.back().upload(xb.data(), xb.size());
+    in.w.emplace_back(wb.size());
+    in.w.back().upload(wb.data(), wb.size());
+  }
+  in.bias = ft::DeviceBuffer(bb.size());
+  in.bias.upload(bb.data(), bb.size());
+  in.y = ft::DeviceBuffer(es * d.y_elems());
+  in.x32 = ft::DeviceBuffer(4 * xv.size());
+  in.x32.upload(xv.data(), 4 * xv.size());
+  in.w32 = ft::DeviceBuffer(4 * wv.size());
+  in.w32.upload(wv.data(), 4 * wv.size());
+  in.bias32 = ft::DeviceBuffer(4 * bv.size());
+  in.bias32.upload(bv.data(), 4 * bv.size());
+  return in;
+}
+
+struct Timed {
+  double ms = NAN, plan_ms = NAN;
+  fftconv::PlanInfo info;
+  std::string describe;
+};
+
+// Plans (timed on the host) and times forward; leaves the last result in in.y.
+Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& cfg,
+                cudaStream_t stream) {
+  Timed t;
+  const auto t0 = std::chrono::steady_clock::now();
+  Plan plan(d, o);
+  ft::cuda_check(cudaDeviceSynchronize(), "plan");
+  t.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  t.info = plan.info();
+  t.describe = plan.describe();
+  ft::DeviceBuffer ws(plan.workspace_size());
+  t.ms = ft::median_ms(
+      [&](int i) {
+        const int c = i % in.copies;
+        plan.forward(in.x[c].get(), in.w[c].get(), in.bias.get(), in.y.get(), ws.get(), ws.bytes(),
+                     stream);
+      },
+      stream, cfg.warmup, cfg.iters);
+  // One more run on copy 0 so in.y holds the result for the inputs the oracle sees.
+  in.y.poison();
+  plan.forward(in.x[0].get(), in.w[0].get(), in.bias.get(), in.y.get(), ws.get(), ws.bytes(), stream);
+  ft::cuda_check(cudaStreamSynchronize(stream), "forward");
+  return t;
+}
+
+double floor_ms(const ConvDesc& d, const fftconv::PlanInfo& info) {
+  const double es = double(fftconv::dtype_size(d.dtype));
+  const double bytes = es * double(d.x_elems() + d.w_elems() + d.y_elems() + d.k);
+  double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;  // direct
+  if (info.fft_h > 0) {
+    const double n = double(info.fft_h) * info.fft_w;
+    const double planes = double(d.n) * d.c + double(d.k) * d.c_per_group() + double(d.n) * d.k;
+    const double bins = double(info.fft_h) * (info.fft_w / 2 + 1);
+    flops = planes * 2.5 * n * std::log2(n) +
+            8.0 * bins * d.n * d.k_per_group() * d.c_per_group() * d.groups;
+  }
+  return 1e3 * std::max(bytes / kCopyBytesPerSec, flops / kFp32FlopsPerSec);
+}
+
+std::string fmt(double v, const char* f = "%.3f") {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
+      o += buf;
+      continue;
+    }
+    o += ch;
+  }
+  return o;
+}
+
+std::string jnum(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+void write_json(const std::string& path, const Config& cfg, const std::vector<Row>& rows,
+                const std::string& device) {
+  std::ofstream out(path);
+  if (!out) {
+    std::fprintf(stderr, "fftconv-bench: cannot write %s\n", path.c_str());
+    return;
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  int rt = 0;
+  cudaRuntimeGetVersion(&rt);
+  out << "{\n  \"meta\": {\"command\": \"" << json_escape(cfg.command) << "\", \"device\": \""
+      << json_escape(device) << "\", \"cuda_runtime\": " << rt << ", \"date\": \"" << date
+      << "\", \"iters\": " << cfg.iters << ", \"warmup\": " << cfg.warmup
+      << ", \"timing\": \"median of CUDA-event times per forward\"},\n  \"rows\": [\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << "    {\"name\": \"" << json_escape(r.name) << "\", \"desc\": \"" << r.desc
+        << "\", \"pass\": " << (r.pass ? "true" : "false")
+        << ", \"verified\": " << (r.verified ? "true" : "false") << ", \"dtype\": \"" << r.dtype
+        << "\", \"engine_ms\": " << jnum(r.engine_ms) << ", \"plan_ms\": " << jnum(r.plan_ms)
+        << ", \"fft_ms\": " << jnum(r.fft_ms) << ", \"cudnn_ms\": " << jnum(r.cudnn_ms)
+        << ", \"cudnn_algo\": \"" << r.cudnn_algo << "\", \"cudnn_tf32_ms\": "
+        << jnum(r.cudnn_tf32_ms) << ", \"cudnn_tf32_algo\": \"" << r.cudnn_tf32_algo
+        << "\", \"speedup\": " << jnum(r.speedup) << ", \"rel_err\": " << jnum(r.rel_err)
+        << ", \"max_err\": " << jnum(r.max_err) << ", \"algo\": \"" << r.algo
+        << "\", \"fft_h\": " << r.fft_h << ", \"fft_w\": " << r.fft_w << ", \"gemm\": \""
+        << r.gemm << "\", \"workspace_bytes\": " << r.workspace_bytes
+        << ", \"floor_ms\": " << jnum(r.floor_ms) << ", \"status\": \"" << json_escape(r.status)
+        << "\", \"reason\": \"" << json_escape(r.reason) << "\"";
+    if (!r.gemm_ms.empty()) {
+      out << ", \"gemm_best\": \"" << r.gemm_best << "\", \"regret\": " << jnum(r.regret)
+          << ", \"gemm_ms\": {";
+      for (std::size_t g = 0; g < r.gemm_ms.size(); ++g) {
+        out << (g ? ", " : "") << "\"" << r.gemm_ms[g].first << "\": " << jnum(r.gemm_ms[g].second);
+      }
+      out << "}";
+    }
+    out << "}"
+        << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+}
+
+void print_header() {
+  std::printf("%-24s %-5s %9s %8s %9s %-22s %9s %8s %9s %9s %-6s %-9s %-12s %8s %8s %s\n", "name",
+              "dtype", "engine_ms", "plan_ms", "cudnn_ms", "cudnn_algo", "tf32_ms", "speedup",
+              "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB", "floor_ms", "status");
+}
+
+void print_row(const Row& r) {
+  const std::string fft = r.fft_h ? std::to_string(r.fft_h) + "x" + std::to_string(r.fft_w) : "-";
+  std::printf("%-24s %-5s %9s %8s %9s %-22s %9s %8s %9s %9s %-6s %-9s %-12s %8s %8s %s\n",
+              r.name.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(), fmt(r.plan_ms, "%.1f").c_str(),
+              fmt(r.cudnn_ms).c_str(), r.cudnn_algo.empty() ? "-" : r.cudnn_algo.c_str(),
+              fmt(r.cudnn_tf32_ms).c_str(), fmt(r.speedup, "%.2fx").c_str(),
+              fmt(r.rel_err, "%.2e").c_str(), fmt(r.max_err, "%.2e").c_str(),
+              r.algo.empty() ? "-" : r.algo.c_str(), fft.c_str(), r.gemm.empty() ? "-" : r.gemm.c_str(),
+              fmt(double(r.workspace_bytes) / (1 << 20), "%.1f").c_str(), fmt(r.floor_ms).c_str(),
+              r.status.c_str());
+  std::fflush(stdout);
+}
+
+Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cudaStream_t stream) {
+  Row r;
+  const ConvDesc& d = shape.desc;
+  r.name = shape.name;
+  r.desc = d.to_string();
+  r.dtype = fftconv::dtype_name(d.dtype);
+  std::string why;
+  if (d.validate(&why) != fftconv::Status::kSuccess) {
+    r.status = "error: " + why;
+    r.pass = false;
+    return r;
+  }
+  Inputs in = make_inputs(d, seed);
+
+  Options engine;
+  engine.algo = cfg.algo;
+  if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
+  try {
+    const Timed t = time_plan(d, engine, in, cfg, stream);
+    r.engine_ms = t.ms;
+    r.plan_ms = t.plan_ms;
+    r.algo = fftconv::algo_name(t.info.algo);
+    r.fft_h = t.info.fft_h;
+    r.fft_w = t.info.fft_w;
+    r.gemm = t.info.gemm;
+    r.workspace_bytes = t.info.workspace_bytes;
+    r.reason = t.info.reason;
+    r.floor_ms = floor_ms(d, t.info);
+    if (t.info.algo == Algo::kFft) r.fft_ms = t.ms;
+    if (cfg.verify) {
+      ft::DeviceBuffer ref(sizeof(double) * d.y_elems());
+      fftconv::reference::conv2d_forward_device(d, in.x32.as<float>(), in.w32.as<float>(),
+                                                in.bias32.as<float>(), ref.as<double>(), stream);
+      ft::cuda_check(cudaStreamSynchronize(stream), "oracle");
+      std::vector<double> ref_host(d.y_elems());
+      ref.download(ref_host.data(), ref_host.size() * sizeof(double));
+      std::vector<unsigned char> y_host(in.y.bytes());
+      in.y.download(y_host.data(), y_host.size());
+      const ft::ErrorStats e = ft::compare(ft::decode(y_host.data(), d.y_elems(), d.dtype), ref_host);
+      r.verified = true;
+      r.rel_err = e.rel_l2;
+      r.max_err = e.max_err;
+      r.pass = e.pass(ft::tolerance(d.dtype));
+      if (!r.pass) {
+        r.status = "FAIL " + e.to_string() + " (tolerance " + fmt(ft::tolerance(d.dtype), "%.0e") +
+                   "); repro: fftconv-bench --desc " + r.desc + " --verify";
+      }
+    }
+  } catch (const std::exception& e) {
+    r.status = std::string("error: ") + e.what();
+  }
+  // The FFT path's own time where Auto chose something else (the heuristic's regret shows here).
+  if (cfg.algo == Algo::kAuto && r.algo != "fft") {
+    try {
+      Options o;
+      o.algo = Algo::kFft;
+      r.fft_ms = time_plan(d, o, in, cfg, stream).ms;
+    } catch (const std::exception&) {
+    }
+  }
+  if (cfg.gemm == "all" && !std::isnan(r.fft_ms)) {
+    double best = INFINITY, chosen = NAN;
+    for (const std::string& name : fftconv::gemm_kernel_names()) {
+      Options o;
+      o.algo = Algo::kFft;
+      o.gemm_kernel = name;
+      try {
+        const double ms = time_plan(d, o, in, cfg, stream).ms;
+        r.gemm_ms.emplace_back(name, ms);
+        if (ms < best) {
+          best = ms;
+          r.gemm_best = name;
+        }
+        if (name == r.gemm) chosen = ms;
+      } catch (const std::exception& e) {
+        r.gemm_ms.emplace_back(name, NAN);
+      }
+    }
+    if (r.algo != "fft") {  // the FFT path's heuristic tiling, though Auto chose another algorithm
+      Options o;
+      o.algo = Algo::kFft;
+      try {
+        const std::string name = Plan(d, o).info().gemm;
+        for (const auto& g : r.gemm_ms)
+          if (g.first == name) chosen = g.second;
+      } catch (const std::exception&) {
+      }
+    }
+    r.regret = chosen / best;
+  }
+  if (cfg.cudnn) {
+    Options o;
+    o.algo = Algo::kCudnn;
+    try {
+      const Timed t = time_plan(d, o, in, cfg, stream);
+      r.cudnn_ms = t.ms;
+      r.cudnn_algo = t.info.cudnn_algo + "/" + t.info.cudnn_math;
+    } catch (const std::exception& e) {
+      r.cudnn_algo = "error";
+      if (r.status == "ok") r.status = std::string("cudnn: ") + e.what();
+    }
+    if (d.dtype == DType::kF32) {
+      o.allow_tf32 = true;
+      try {
+        const Timed t = time_plan(d, o, in, cfg, stream);
+        r.cudnn_tf32_ms = t.ms;
+        r.cudnn_tf32_algo = t.info.cudnn_algo + "/" + t.info.cudnn_math;
+      } catch (const std::exception&) {
+      }
+    }
+    r.speedup = r.cudnn_ms / r.engine_ms;
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  try {
+    cfg = parse_args(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fftconv-bench: %s\n", e.what());
+    return 2;
+  }
+  std::vector<ft::ShapeRow> rows = cfg.single;
+  for (const std::string& f : cfg.shape_files) {
+    try {
+      for (auto& r : ft::load_shapes(f)) rows.push_back(r);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fftconv-bench: %s\n", e.what());
+      return 2;
+    }
+  }
+  if (!cfg.filter.empty()) {
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [&](const ft::ShapeRow& r) {
+                                return r.name.find(cfg.filter) == std::string::npos;
+                              }),
+               rows.end());
+  }
+  std::string why;
+  if (!ft::has_device(&why)) {
+    std::fprintf(stderr,
+                 "fftconv-bench: %s.\nThis driver times and verifies the GPU engine and needs a "
+                 "CUDA GPU; %zu row(s) were loaded and none was run.\n",
+                 why.c_str(), rows.size());
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  cudaGetDeviceProperties(&prop, dev);
+  std::printf("device: %s (%d SMs), %zu row(s), %d timed runs after %d warm-up, engine algo %s%s\n",
+              prop.name, prop.multiProcessorCount, rows.size(), cfg.iters, cfg.warmup,
+              fftconv::algo_name(cfg.algo), cfg.verify ? ", verified against the fp64 oracle" : "");
+  cudaStream_t stream;
+  ft::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  print_header();
+  std::vector<Row> results;
+  int failed = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Row r = run_row(rows[i], 1000 + 17 * i, cfg, stream);
+    if (r.verified && !r.pass) ++failed;
+    print_row(r);
+    if (!r.gemm_ms.empty()) {
+      std::printf("  gemm sweep (fft ms):");
+      for (const auto& g : r.gemm_ms) std::printf(" %s=%s", g.first.c_str(), fmt(g.second).c_str());
+      std::printf("\n  best %s, regret %s\n", r.gemm_best.c_str(), fmt(r.regret, "%.3f").c_str());
+    }
+    results.push_back(r);
+  }
+  cudaStreamDestroy(stream);
+  if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name);
+  if (cfg.verify) {
+    std::printf("%d of %zu row(s) out of tolerance\n", failed, results.size());
+  }
+  return failed ? 1 : 0;
+}

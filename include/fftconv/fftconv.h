@@ -1,0 +1,98 @@
+/* fftconv C API: mirrors the C++ API with status codes, for FFI. No function throws. */
+#ifndef FFTCONV_FFTCONV_H_
+#define FFTCONV_FFTCONV_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same values as fftconv::Status. */
+typedef enum fftconv_status {
+  FFTCONV_STATUS_SUCCESS = 0,
+  FFTCONV_STATUS_BAD_SHAPE = 1,
+  FFTCONV_STATUS_KERNEL_TOO_LARGE = 2,
+  FFTCONV_STATUS_BAD_GROUPS = 3,
+  FFTCONV_STATUS_UNSUPPORTED_DTYPE = 4,
+  FFTCONV_STATUS_NULL_POINTER = 5,
+  FFTCONV_STATUS_MISALIGNED_POINTER = 6,
+  FFTCONV_STATUS_WORKSPACE_TOO_SMALL = 7,
+  FFTCONV_STATUS_NOT_SUPPORTED = 8,
+  FFTCONV_STATUS_NO_DEVICE = 9,
+  FFTCONV_STATUS_OUT_OF_MEMORY = 10,
+  FFTCONV_STATUS_CUDA_ERROR = 11,
+  FFTCONV_STATUS_CUFFT_ERROR = 12,
+  FFTCONV_STATUS_CUDNN_ERROR = 13,
+  FFTCONV_STATUS_INVALID_ARGUMENT = 14,
+  FFTCONV_STATUS_INTERNAL = 15
+} fftconv_status_t;
+
+typedef enum fftconv_dtype {
+  FFTCONV_DTYPE_F32 = 0,
+  FFTCONV_DTYPE_F16 = 1,
+  FFTCONV_DTYPE_BF16 = 2
+} fftconv_dtype_t;
+
+typedef enum fftconv_algo {
+  FFTCONV_ALGO_AUTO = 0,
+  FFTCONV_ALGO_FFT = 1,
+  FFTCONV_ALGO_CUDNN = 2
+} fftconv_algo_t;
+
+/* See fftconv::ConvDesc for the semantics. */
+typedef struct fftconv_conv_desc {
+  int64_t n, c, h, w;
+  int64_t k, r, s;
+  int64_t pad_h, pad_w;
+  int64_t stride_h, stride_w;
+  int64_t dil_h, dil_w;
+  int64_t groups;
+  fftconv_dtype_t dtype;
+} fftconv_conv_desc_t;
+
+typedef struct fftconv_options {
+  fftconv_algo_t algo;
+  size_t workspace_limit; /* SIZE_MAX: no limit */
+  int allow_tf32;         /* cuDNN path only */
+} fftconv_options_t;
+
+typedef struct fftconv_plan* fftconv_plan_t;
+
+/* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32. */
+fftconv_conv_desc_t fftconv_conv_desc_default(void);
+/* Algo auto, no workspace limit, TF32 off. */
+fftconv_options_t fftconv_options_default(void);
+
+/* Checks a descriptor without touching the GPU. */
+fftconv_status_t fftconv_conv_desc_validate(const fftconv_conv_desc_t* desc);
+/* Writes the canonical string (NUL-terminated, truncated to buf_len); *needed gets its length + 1. */
+fftconv_status_t fftconv_conv_desc_to_string(const fftconv_conv_desc_t* desc, char* buf,
+                                             size_t buf_len, size_t* needed);
+
+/* options may be NULL (defaults). On failure *plan is set to NULL. */
+fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_desc_t* desc,
+                                     const fftconv_options_t* options);
+/* Accepts NULL. */
+fftconv_status_t fftconv_plan_destroy(fftconv_plan_t plan);
+fftconv_status_t fftconv_plan_workspace_size(fftconv_plan_t plan, size_t* bytes);
+/* The plan's one-line description (valid until the plan is destroyed). */
+const char* fftconv_plan_describe(fftconv_plan_t plan);
+fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
+                                 const void* bias, void* y, void* workspace,
+                                 size_t workspace_bytes, cudaStream_t stream);
+
+/* Stable name ("bad_shape") and one-line description of a status. */
+const char* fftconv_status_name(fftconv_status_t status);
+const char* fftconv_status_string(fftconv_status_t status);
+/* Message of the last failed call on this thread ("" when none). */
+const char* fftconv_last_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FFTCONV_FFTCONV_H_ */

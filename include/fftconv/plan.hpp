@@ -1,0 +1,104 @@
+// Plan: a descriptor bound to an algorithm, with everything prepared to run it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/conv_desc.hpp"
+
+namespace fftconv {
+
+/// Which implementation computes the convolution.
+enum class Algo : int {
+  kAuto = 0,   ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
+  kFft = 1,    ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
+  kCudnn = 2,  ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
+};
+
+/// "auto", "fft", "cudnn".
+const char* algo_name(Algo a) noexcept;
+/// Parses an algo name; throws Error(kInvalidArgument) otherwise.
+Algo parse_algo(const std::string& name);
+
+/// How the cuDNN path picks its algorithm at plan time.
+enum class CudnnSearch : int {
+  kFind = 0,       ///< cudnnFindConvolutionForwardAlgorithmEx: time every algorithm, keep the fastest
+  kHeuristic = 1,  ///< cudnnGetConvolutionForwardAlgorithm_v7: first suggestion that fits, no timing
+};
+
+/// Planning options.
+struct Options {
+  static constexpr std::size_t kNoLimit = ~std::size_t{0};
+
+  Algo algo = Algo::kAuto;
+  /// Largest workspace the plan may ask for, in bytes. An algorithm that needs more is not used.
+  std::size_t workspace_limit = kNoLimit;
+  /// cuDNN path only: allow TF32 tensor cores for fp32 data. The FFT path is always full fp32.
+  bool allow_tf32 = false;
+  CudnnSearch cudnn_search = CudnnSearch::kFind;
+  /// FFT path only: force a per-frequency GEMM tiling by name (one of gemm_kernel_names());
+  /// empty: the heuristic's choice.
+  std::string gemm_kernel;
+};
+
+/// Names of the per-frequency GEMM tilings the FFT path can use.
+std::vector<std::string> gemm_kernel_names();
+
+/// What a plan chose; for reports, logs and benchmarks.
+struct PlanInfo {
+  Algo algo = Algo::kAuto;      ///< the algorithm that runs (never kAuto)
+  std::int64_t fft_h = 0;       ///< FFT size (FFT path), else 0
+  std::int64_t fft_w = 0;
+  std::string gemm;             ///< per-frequency GEMM kernel (FFT path), e.g. "regtile_8x8"
+  std::string cudnn_algo;       ///< cuDNN algorithm (cuDNN path), e.g. "IMPLICIT_PRECOMP_GEMM"
+  std::string cudnn_math;       ///< cuDNN math mode: "fma" (strict fp32) or "tensor_op"
+  std::size_t workspace_bytes = 0;
+  std::string reason;           ///< why this algorithm and these sizes were chosen
+};
+
+/// A convolution prepared for execution on the current CUDA device.
+///
+/// Building a plan may allocate (cuFFT plans, cuDNN's search buffers) and synchronise; running it
+/// never does: forward() only enqueues work on the caller's stream and uses the caller's workspace,
+/// so it can be captured in a CUDA graph. A plan is immutable once built. Several threads may call
+/// forward() on one plan at once: host-side enqueueing is serialised inside, and each call must
+/// have its own workspace while calls overlap on the device.
+class Plan {
+ public:
+  /// Validates the descriptor and builds the plan; throws Error with the reason on failure.
+  explicit Plan(const ConvDesc& desc, const Options& options = Options{});
+  ~Plan();
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  const ConvDesc& desc() const;
+  const Options& options() const;
+  const PlanInfo& info() const;
+  /// Device bytes forward() needs as workspace (256-byte aligned); may be 0.
+  std::size_t workspace_size() const;
+  /// One line: descriptor, algorithm, sizes, workspace and the reason for the choice.
+  std::string describe() const;
+
+  /// y = conv(x, w) + bias. x, w, bias (may be null: no bias) and y are device pointers of the
+  /// descriptor's dtype; workspace is a device buffer of workspace_bytes >= workspace_size(),
+  /// aligned to 256 bytes (may be null when workspace_size() is 0). Arguments are checked before
+  /// anything is enqueued: on error nothing is written.
+  void forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
+               std::size_t workspace_bytes, cudaStream_t stream) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Number of CUDA devices that can run fftconv (0 when none or no driver).
+int device_count() noexcept;
+
+}  // namespace fftconv

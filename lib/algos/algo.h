@@ -1,0 +1,47 @@
+// Interface every convolution algorithm implements (oneDNN/CUTLASS style: check, size, run).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/conv_desc.hpp"
+#include "fftconv/plan.hpp"
+
+namespace fftconv::detail {
+
+/// Whether an algorithm can implement a descriptor; when not, a status and a reason a user can act on.
+struct Support {
+  Status status = Status::kSuccess;
+  std::string reason;
+  bool ok() const { return status == Status::kSuccess; }
+  static Support yes() { return {}; }
+  static Support no(Status st, std::string why) { return {st, std::move(why)}; }
+};
+
+struct FwdArgs {
+  const void* x;
+  const void* w;
+  const void* bias;  // may be null
+  void* y;
+  void* workspace;   // workspace_size() bytes, 256-byte aligned
+};
+
+class ConvAlgo {
+ public:
+  virtual ~ConvAlgo() = default;
+  virtual std::size_t workspace_size() const = 0;
+  /// Enqueues the forward pass; never allocates or synchronises. Callers serialise calls.
+  virtual void forward(const FwdArgs& args, cudaStream_t stream) = 0;
+  /// Fills algo, sizes, kernel names and workspace (reason is the planner's).
+  virtual void fill_info(PlanInfo& info) const = 0;
+};
+
+/// Rounds up to the 256-byte alignment every workspace sub-buffer gets.
+constexpr std::size_t align_up(std::size_t bytes, std::size_t alignment = 256) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+}  // namespace fftconv::detail

@@ -1,0 +1,108 @@
+#include "algos/fft_full.h"
+
+#include "core/check.h"
+#include "stages/stages.h"
+#include "tuning/heuristics.h"
+
+namespace fftconv::detail {
+
+namespace {
+std::int64_t planes_in(const ConvDesc& d) { return d.n * d.c + d.k * d.c_per_group(); }
+std::int64_t planes_out(const ConvDesc& d) { return d.n * d.k; }
+
+int current_sm_count() {
+  int dev = 0;
+  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
+  int sms = 0;
+  FFTCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+}  // namespace
+
+std::size_t FftFullAlgo::spectrum_bytes(const ConvDesc& d, const FftGeometry& g) {
+  const std::size_t plane = static_cast<std::size_t>(g.bins) * 8;
+  return align_up(plane * planes_in(d)) + align_up(plane * planes_out(d));
+}
+
+Support FftFullAlgo::can_implement(const ConvDesc& d, const Options& o, const FftGeometry& g) {
+  const std::size_t need = spectrum_bytes(d, g);
+  if (need > o.workspace_limit) {
+    return Support::no(Status::kOutOfMemory,
+                       "fft " + std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w) +
+                           " needs " + std::to_string(need) + " bytes (" + mib(need) +
+                           ") of spectra, over the workspace limit of " +
+                           std::to_string(o.workspace_limit) + " bytes");
+  }
+  return Support::yes();
+}
+
+FftFullAlgo::FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g,
+                         const CgemmKernel* gemm)
+    : d_(d), g_(g), gemm_(forward_gemm_problem(d, g)) {
+  kernel_ = gemm ? gemm : &choose_cgemm(gemm_, current_sm_count());
+  r2c_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_in(d_));
+  c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_out(d_));
+  const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
+  off_out_ = align_up(plane * planes_in(d_));
+  off_work_ = off_out_ + align_up(plane * planes_out(d_));
+  workspace_ = off_work_ + align_up(std::max(r2c_->work_size(), c2r_->work_size()));
+  if (workspace_ > o.workspace_limit) {
+    throw Error(Status::kOutOfMemory, "fft " + std::to_string(g_.fft_h) + "x" +
+                                          std::to_string(g_.fft_w) + " needs a workspace of " +
+                                          std::to_string(workspace_) + " bytes (" +
+                                          mib(workspace_) + "), over the limit of " +
+                                          std::to_string(o.workspace_limit) + " bytes");
+  }
+}
+
+void FftFullAlgo::forward(const FwdArgs& a, cudaStream_t stream) {
+  auto* base = static_cast<unsigned char*>(a.workspace);
+  auto* spec_in = reinterpret_cast<float*>(base);
+  auto* spec_out = reinterpret_cast<float*>(base + off_out_);
+  void* work = base + off_work_;
+  const std::int64_t x_planes = d_.n * d_.c;
+  const std::int64_t w_planes = d_.k * d_.c_per_group();
+
+  // 1. zero-pad input (offset by the padding) and filter (at the origin, dilated) into one batch.
+  const PadSegment segs[2] = {
+      {a.x, spec_in, x_planes, Placement{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1}},
+      {a.w, spec_in + x_planes * g_.real_plane_floats(), w_planes,
+       Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}},
+  };
+  launch_pad(segs, 2, d_.dtype, g_, stream);
+  // 2. one r2c over input and filter planes.
+  r2c_->exec(spec_in, work, stream);
+  // 3. per-frequency GEMM: Y[n,k,f] = sum_c X[n,c,f] * conj(W[k,c,f]), per group.
+  CgemmOperands ops;
+  ops.a = reinterpret_cast<const float2*>(spec_in);
+  ops.b = reinterpret_cast<const float2*>(spec_in) + x_planes * g_.bins;
+  ops.c = reinterpret_cast<float2*>(spec_out);
+  kernel_->launch(gemm_, ops, stream);
+  // 4. c2r in place.
+  c2r_->exec(spec_out, work, stream);
+  // 5. valid window, 1/(Fh*Fw) scale, stride, bias, output dtype.
+  ClipArgs clip;
+  clip.src = spec_out;
+  clip.y = a.y;
+  clip.bias = a.bias;
+  clip.planes = planes_out(d_);
+  clip.k = d_.k;
+  clip.out_h = d_.out_h();
+  clip.out_w = d_.out_w();
+  clip.stride_h = d_.stride_h;
+  clip.stride_w = d_.stride_w;
+  clip.scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
+  launch_clip(clip, d_.dtype, g_, stream);
+}
+
+void FftFullAlgo::fill_info(PlanInfo& info) const {
+  info.algo = Algo::kFft;
+  info.fft_h = g_.fft_h;
+  info.fft_w = g_.fft_w;
+  info.gemm = kernel_->name;
+  info.workspace_bytes = workspace_;
+}
+
+}  // namespace fftconv::detail

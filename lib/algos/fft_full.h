@@ -1,0 +1,37 @@
+// Full-image FFT convolution: pad, r2c, per-frequency complex GEMM, c2r, clip.
+#pragma once
+
+#include <memory>
+
+#include "algos/algo.h"
+#include "fft/cufft_plan.h"
+#include "gemm/cgemm.h"
+#include "geometry/fft_geometry.h"
+
+namespace fftconv::detail {
+
+class FftFullAlgo final : public ConvAlgo {
+ public:
+  /// Spectrum buffers and workspace limit (cuFFT's scratch is checked once the plans exist).
+  static Support can_implement(const ConvDesc& d, const Options& o, const FftGeometry& g);
+
+  /// Builds the cuFFT plans; `gemm` is the tiling to use (nullptr: the heuristic's choice).
+  FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g, const CgemmKernel* gemm);
+
+  std::size_t workspace_size() const override { return workspace_; }
+  void forward(const FwdArgs& args, cudaStream_t stream) override;
+  void fill_info(PlanInfo& info) const override;
+
+  /// Bytes of the two spectrum buffers (input+filter planes, output planes).
+  static std::size_t spectrum_bytes(const ConvDesc& d, const FftGeometry& g);
+
+ private:
+  ConvDesc d_;
+  FftGeometry g_;
+  CgemmProblem gemm_;
+  const CgemmKernel* kernel_;
+  std::unique_ptr<CufftPlan2d> r2c_, c2r_;
+  std::size_t off_out_ = 0, off_work_ = 0, workspace_ = 0;
+};
+
+}  // namespace fftconv::detail

@@ -1,0 +1,21 @@
+// Checks of run-time arguments, done before anything is enqueued (CPU-testable).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "fftconv/conv_desc.hpp"
+
+namespace fftconv::detail {
+
+/// Alignment forward() requires of the workspace pointer.
+constexpr std::size_t kWorkspaceAlignment = 256;
+
+/// Status::kSuccess, or the first problem with forward()'s pointers and workspace; `message`
+/// names the argument. Tensors must be non-null, aligned to their element size and must not
+/// overlap y (nor the workspace); the workspace must hold `workspace_needed` bytes.
+Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
+                          const void* y, const void* workspace, std::size_t workspace_bytes,
+                          std::size_t workspace_needed, std::string* message);
+
+}  // namespace fftconv::detail

@@ -1,0 +1,164 @@
+// The C API: every entry point catches and returns a status; the message is kept per thread.
+#include "fftconv/fftconv.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "fftconv/fftconv.hpp"
+
+struct fftconv_plan {
+  fftconv::Plan plan;
+  std::string description;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+static_assert(FFTCONV_STATUS_INTERNAL == static_cast<int>(fftconv::Status::kInternal),
+              "C and C++ status codes out of sync");
+static_assert(FFTCONV_ALGO_CUDNN == static_cast<int>(fftconv::Algo::kCudnn),
+              "C and C++ algo codes out of sync");
+static_assert(FFTCONV_DTYPE_BF16 == static_cast<int>(fftconv::DType::kBF16),
+              "C and C++ dtype codes out of sync");
+
+fftconv_status_t fail(fftconv::Status st, const std::string& message) {
+  g_last_error = message;
+  return static_cast<fftconv_status_t>(st);
+}
+
+fftconv_status_t ok() {
+  g_last_error.clear();
+  return FFTCONV_STATUS_SUCCESS;
+}
+
+template <typename Fn>
+fftconv_status_t guarded(Fn&& fn) {
+  try {
+    fn();
+    return ok();
+  } catch (const fftconv::Error& e) {
+    return fail(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(fftconv::Status::kOutOfMemory, "host allocation failed");
+  } catch (const std::exception& e) {
+    return fail(fftconv::Status::kInternal, e.what());
+  } catch (...) {
+    return fail(fftconv::Status::kInternal, "unknown exception");
+  }
+}
+
+fftconv::ConvDesc to_cpp(const fftconv_conv_desc_t& d) {
+  fftconv::ConvDesc c;
+  c.n = d.n;
+  c.c = d.c;
+  c.h = d.h;
+  c.w = d.w;
+  c.k = d.k;
+  c.r = d.r;
+  c.s = d.s;
+  c.pad_h = d.pad_h;
+  c.pad_w = d.pad_w;
+  c.stride_h = d.stride_h;
+  c.stride_w = d.stride_w;
+  c.dil_h = d.dil_h;
+  c.dil_w = d.dil_w;
+  c.groups = d.groups;
+  c.dtype = static_cast<fftconv::DType>(d.dtype);
+  return c;
+}
+
+}  // namespace
+
+extern "C" {
+
+fftconv_conv_desc_t fftconv_conv_desc_default(void) {
+  fftconv_conv_desc_t d;
+  d.n = d.c = d.h = d.w = d.k = d.r = d.s = 1;
+  d.pad_h = d.pad_w = 0;
+  d.stride_h = d.stride_w = d.dil_h = d.dil_w = 1;
+  d.groups = 1;
+  d.dtype = FFTCONV_DTYPE_F32;
+  return d;
+}
+
+fftconv_options_t fftconv_options_default(void) {
+  fftconv_options_t o;
+  o.algo = FFTCONV_ALGO_AUTO;
+  o.workspace_limit = SIZE_MAX;
+  o.allow_tf32 = 0;
+  return o;
+}
+
+fftconv_status_t fftconv_conv_desc_validate(const fftconv_conv_desc_t* desc) {
+  if (!desc) return fail(fftconv::Status::kNullPointer, "desc is null");
+  return guarded([&] { to_cpp(*desc).check(); });
+}
+
+fftconv_status_t fftconv_conv_desc_to_string(const fftconv_conv_desc_t* desc, char* buf,
+                                             size_t buf_len, size_t* needed) {
+  if (!desc) return fail(fftconv::Status::kNullPointer, "desc is null");
+  return guarded([&] {
+    const std::string s = to_cpp(*desc).to_string();
+    if (needed) *needed = s.size() + 1;
+    if (buf && buf_len > 0) {
+      const size_t n = s.size() < buf_len - 1 ? s.size() : buf_len - 1;
+      std::memcpy(buf, s.data(), n);
+      buf[n] = '\0';
+    }
+  });
+}
+
+fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_desc_t* desc,
+                                     const fftconv_options_t* options) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  *plan = nullptr;
+  if (!desc) return fail(fftconv::Status::kNullPointer, "desc is null");
+  return guarded([&] {
+    fftconv::Options o;
+    if (options) {
+      o.algo = static_cast<fftconv::Algo>(options->algo);
+      o.workspace_limit = options->workspace_limit;
+      o.allow_tf32 = options->allow_tf32 != 0;
+    }
+    auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
+    p->description = p->plan.describe();
+    *plan = p;
+  });
+}
+
+fftconv_status_t fftconv_plan_destroy(fftconv_plan_t plan) {
+  delete plan;
+  return ok();
+}
+
+fftconv_status_t fftconv_plan_workspace_size(fftconv_plan_t plan, size_t* bytes) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  if (!bytes) return fail(fftconv::Status::kNullPointer, "bytes is null");
+  *bytes = plan->plan.workspace_size();
+  return ok();
+}
+
+const char* fftconv_plan_describe(fftconv_plan_t plan) {
+  return plan ? plan->description.c_str() : "";
+}
+
+fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
+                                 const void* bias, void* y, void* workspace,
+                                 size_t workspace_bytes, cudaStream_t stream) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded([&] { plan->plan.forward(x, w, bias, y, workspace, workspace_bytes, stream); });
+}
+
+const char* fftconv_status_name(fftconv_status_t status) {
+  return fftconv::status_name(static_cast<fftconv::Status>(status));
+}
+
+const char* fftconv_status_string(fftconv_status_t status) {
+  return fftconv::status_string(static_cast<fftconv::Status>(status));
+}
+
+const char* fftconv_last_error_message(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

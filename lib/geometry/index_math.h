@@ -1,0 +1,50 @@
+// Index math shared by the device stages (pad, clip) and the CPU tests that check it.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define FFTCONV_HD __host__ __device__ __forceinline__
+#else
+#define FFTCONV_HD inline
+#endif
+
+namespace fftconv::detail {
+
+/// How a source plane of src_h x src_w lands in a zero-filled FFT plane: element (i, j) goes to
+/// (off_h + i*step_h, off_w + j*step_w) when that is inside fft_h x fft_w. The input uses the
+/// padding as offset and step 1; the filter uses offset 0 and the dilation as step.
+struct Placement {
+  std::int64_t src_h, src_w;
+  std::int64_t off_h, off_w;
+  std::int64_t step_h, step_w;
+};
+
+/// Source index along one axis for FFT coordinate t, or -1 when (t) holds a zero.
+FFTCONV_HD std::int64_t placed_source(std::int64_t t, std::int64_t off, std::int64_t step,
+                                      std::int64_t src) {
+  const std::int64_t u = t - off;
+  if (u < 0) return -1;
+  if (step == 1) return u < src ? u : -1;
+  if (u % step != 0) return -1;
+  const std::int64_t i = u / step;
+  return i < src ? i : -1;
+}
+
+/// Smallest circular period that reproduces the linear correlation on every output kept.
+///
+/// The output reads padded positions [0, hi) with hi = (out-1)*stride + eff_k; data occupies
+/// [pad, pad+in). With period F the read at t >= F lands on t-F: it must hit a leading zero
+/// (t-F < pad), so F >= hi - pad. Data rows needed (< hi) must not wrap: F >= min(pad+in, hi).
+/// The dilated filter must not wrap onto itself: F >= eff_k. This is at most in + 2*pad.
+FFTCONV_HD std::int64_t min_fft_extent(std::int64_t in, std::int64_t pad, std::int64_t eff_k,
+                                       std::int64_t stride, std::int64_t out) {
+  const std::int64_t hi = (out - 1) * stride + eff_k;
+  const std::int64_t data_end = (pad + in < hi) ? pad + in : hi;
+  std::int64_t f = eff_k;
+  if (data_end > f) f = data_end;
+  if (hi - pad > f) f = hi - pad;
+  return f;
+}
+
+}  // namespace fftconv::detail

@@ -1,0 +1,20 @@
+// The test oracle: direct fp64 convolution, written plainly and independent of the FFT code.
+// Shared by the tests, the benchmark driver and the benchmarks.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/conv_desc.hpp"
+
+namespace fftconv::reference {
+
+/// y (n*k*out_h*out_w doubles) = conv2d(x, w) + bias per ConvDesc semantics; bias may be null.
+/// Inputs are the fp32 values of the tensors (fp16/bf16 data converted exactly beforehand).
+void conv2d_forward_host(const ConvDesc& d, const float* x, const float* w, const float* bias,
+                         double* y);
+
+/// Same on the device: all pointers are device pointers; enqueued on `stream`.
+void conv2d_forward_device(const ConvDesc& d, const float* x, const float* w, const float* bias,
+                           double* y, cudaStream_t stream);
+
+}  // namespace fftconv::reference

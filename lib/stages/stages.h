@@ -1,0 +1,40 @@
+// Pointwise stages of the FFT path: zero-pad into FFT planes, and clip the valid window out.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/conv_desc.hpp"
+#include "geometry/fft_geometry.h"
+
+namespace fftconv::detail {
+
+/// One group of source planes to place into consecutive FFT planes.
+struct PadSegment {
+  const void* src;        ///< planes of src_h x src_w elements of `dtype`, contiguous
+  float* dst;             ///< first destination plane (fft_h rows of `pitch` floats)
+  std::int64_t planes;
+  Placement place;
+};
+
+/// Writes every element of every destination plane (zeros outside the placed source), for up to
+/// kMaxPadSegments segments in one launch.
+constexpr int kMaxPadSegments = 2;
+void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeometry& g,
+                cudaStream_t stream);
+
+/// y[plane][p][q] = scale * src[plane][p*stride_h][q*stride_w] + bias[plane % k] (bias may be
+/// null), for planes = n*k result planes of the c2r, stored with FftGeometry's pitch.
+struct ClipArgs {
+  const float* src;
+  void* y;
+  const void* bias;
+  std::int64_t planes, k;
+  std::int64_t out_h, out_w;
+  std::int64_t stride_h, stride_w;
+  float scale;
+};
+void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream);
+
+}  // namespace fftconv::detail

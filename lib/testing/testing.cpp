@@ -1,0 +1,255 @@
+#include "testing/testing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace fftconv::testing {
+
+namespace {
+float round_to(float v, DType dtype) {
+  switch (dtype) {
+    case DType::kF16: return __half2float(__float2half_rn(v));
+    case DType::kBF16: return __bfloat162float(__float2bfloat16_rn(v));
+    case DType::kF32: break;
+  }
+  return v;
+}
+}  // namespace
+
+std::vector<float> random_values(std::int64_t count, std::uint64_t seed, DType dtype) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(count));
+  for (float& e : v) e = round_to(dist(gen), dtype);
+  return v;
+}
+
+std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype) {
+  const std::size_t esize = dtype_size(dtype);
+  std::vector<unsigned char> out(values.size() * esize);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::kF32) {
+      std::memcpy(&out[i * 4], &values[i], 4);
+    } else if (dtype == DType::kF16) {
+      const __half h = __float2half_rn(values[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    } else {
+      const __nv_bfloat16 b = __float2bfloat16_rn(values[i]);
+      std::memcpy(&out[i * 2], &b, 2);
+    }
+  }
+  return out;
+}
+
+std::vector<float> decode(const void* data, std::int64_t count, DType dtype) {
+  std::vector<float> out(static_cast<std::size_t>(count));
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (dtype == DType::kF32) {
+      std::memcpy(&out[i], bytes + i * 4, 4);
+    } else if (dtype == DType::kF16) {
+      __half h;
+      std::memcpy(&h, bytes + i * 2, 2);
+      out[i] = __half2float(h);
+    } else {
+      __nv_bfloat16 b;
+      std::memcpy(&b, bytes + i * 2, 2);
+      out[i] = __bfloat162float(b);
+    }
+  }
+  return out;
+}
+
+std::string ErrorStats::to_string() const {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "rel_l2=%.3e max_err=%.3e nonfinite=%lld of %lld", rel_l2,
+                max_err, static_cast<long long>(nonfinite), static_cast<long long>(count));
+  return buf;
+}
+
+ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref) {
+  if (y.size() != ref.size()) throw std::runtime_error("compare: size mismatch");
+  ErrorStats e;
+  e.count = static_cast<std::int64_t>(y.size());
+  double diff2 = 0.0, ref2 = 0.0, max_diff = 0.0, max_ref = 0.0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y[i])) {
+      ++e.nonfinite;
+      continue;
+    }
+    const double d = double(y[i]) - ref[i];
+    diff2 += d * d;
+    ref2 += ref[i] * ref[i];
+    max_diff = std::max(max_diff, std::fabs(d));
+    max_ref = std::max(max_ref, std::fabs(ref[i]));
+  }
+  // An all-zero reference only matches an all-zero result.
+  e.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? INFINITY : 0.0);
+  e.max_err = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
+  return e;
+}
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 1e-5;
+    case DType::kF16: return 2e-3;
+    case DType::kBF16: return 1e-2;
+  }
+  return 0.0;
+}
+
+bool has_device(std::string* why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = std::string("no CUDA device: ") + cudaGetErrorString(err);
+    return false;
+  }
+  if (count == 0) {
+    if (why) *why = "no CUDA device: cudaGetDeviceCount returned 0";
+    return false;
+  }
+  return true;
+}
+
+void cuda_check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(err) + " (" +
+                             cudaGetErrorString(err) + ")");
+  }
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes) cuda_check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, std::size_t bytes) {
+  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
+  if (bytes) cuda_check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "upload");
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes) const {
+  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::download: too many bytes");
+  if (bytes) cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download");
+}
+
+void DeviceBuffer::poison() {
+  if (bytes_) cuda_check(cudaMemset(ptr_, 0xFF, bytes_), "poison");
+}
+
+void PrintTo(const ShapeRow& row, std::ostream* os) { *os << row.name << " " << row.desc.to_string(); }
+
+std::vector<ShapeRow> load_shapes(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open shape suite '" + path + "'");
+  static const char* kColumns[] = {"name",     "n",        "c",     "h",     "w",      "k",
+                                   "r",        "s",        "pad_h", "pad_w", "stride_h",
+                                   "stride_w", "dil_h",    "dil_w", "groups", "dtype"};
+  constexpr std::size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
+  std::vector<ShapeRow> rows;
+  std::string line;
+  int line_no = 0;
+  bool header_seen = false;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    auto where = [&] { return path + ":" + std::to_string(line_no) + ": "; };
+    if (cells.size() != kNumColumns) {
+      throw std::runtime_error(where() + "expected " + std::to_string(kNumColumns) +
+                               " columns, found " + std::to_string(cells.size()));
+    }
+    if (!header_seen) {
+      for (std::size_t i = 0; i < kNumColumns; ++i) {
+        if (cells[i] != kColumns[i]) {
+          throw std::runtime_error(where() + "header column " + std::to_string(i + 1) +
+                                   " is '" + cells[i] + "', expected '" + kColumns[i] + "'");
+        }
+      }
+      header_seen = true;
+      continue;
+    }
+    std::int64_t v[14];
+    for (int i = 0; i < 14; ++i) {
+      const std::string& c = cells[i + 1];
+      char* end = nullptr;
+      v[i] = std::strtoll(c.c_str(), &end, 10);
+      if (c.empty() || *end != '\0') {
+        throw std::runtime_error(where() + "column '" + kColumns[i + 1] + "' is not an integer: '" +
+                                 c + "'");
+      }
+    }
+    ShapeRow row;
+    row.name = cells[0];
+    ConvDesc& d = row.desc;
+    d.n = v[0]; d.c = v[1]; d.h = v[2]; d.w = v[3]; d.k = v[4]; d.r = v[5]; d.s = v[6];
+    d.pad_h = v[7]; d.pad_w = v[8]; d.stride_h = v[9]; d.stride_w = v[10];
+    d.dil_h = v[11]; d.dil_w = v[12]; d.groups = v[13];
+    try {
+      d.dtype = parse_dtype(cells[15]);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where() + e.what());
+    }
+    rows.push_back(row);
+  }
+  if (!header_seen) throw std::runtime_error("shape suite '" + path + "' has no header line");
+  return rows;
+}
+
+double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters) {
+  if (iters < 1) throw std::runtime_error("median_ms: iters must be at least 1");
+  for (int i = 0; i < warmup; ++i) run(i);
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters));
+  for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < iters; ++i) {
+    cuda_check(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
+    run(warmup + i);
+    cuda_check(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+  }
+  cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::vector<float> ms(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    cuda_check(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]),
+               "cudaEventElapsedTime");
+  }
+  for (auto& e : events) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  return iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+}
+
+}  // namespace fftconv::testing

@@ -1,0 +1,84 @@
+// Helpers shared by the tests, the benchmark driver and the benchmarks: random tensors, error
+// metrics against the oracle, device buffers, shape suites and timing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/conv_desc.hpp"
+
+namespace fftconv::testing {
+
+/// Values uniform in [-1, 1) from a fixed seed, rounded to what `dtype` can hold exactly.
+std::vector<float> random_values(std::int64_t count, std::uint64_t seed, DType dtype);
+/// Encodes fp32 values as `dtype` elements (round to nearest even).
+std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype);
+/// Decodes `count` elements of `dtype` to fp32.
+std::vector<float> decode(const void* data, std::int64_t count, DType dtype);
+
+/// Accuracy of a result against the fp64 oracle.
+struct ErrorStats {
+  double rel_l2 = 0.0;    ///< ||y - ref|| / ||ref||
+  double max_err = 0.0;   ///< max |y - ref| / max |ref|
+  std::int64_t nonfinite = 0;  ///< NaN/Inf elements (a poisoned, never-written output shows here)
+  std::int64_t count = 0;
+  bool pass(double tol) const { return nonfinite == 0 && rel_l2 <= tol && max_err <= tol; }
+  std::string to_string() const;
+};
+ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref);
+
+/// Tolerance of ENGINEERING §7: fp32 1e-5, fp16 I/O 2e-3, bf16 I/O 1e-2.
+double tolerance(DType dtype);
+
+/// True when a CUDA device is usable; otherwise `why` says what failed.
+bool has_device(std::string* why = nullptr);
+
+/// Owning device allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* host, std::size_t bytes);
+  void download(void* host, std::size_t bytes) const;
+  /// Fills every byte with 0xFF: NaN for f32, f16 and bf16, so unwritten outputs are caught.
+  void poison();
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Throws std::runtime_error with the expression and error string when a CUDA call fails.
+void cuda_check(cudaError_t err, const char* what);
+
+/// One row of a shape-suite CSV (columns as data/shapes/suite.csv).
+struct ShapeRow {
+  std::string name;
+  ConvDesc desc;
+};
+/// Prints a row as its name and canonical descriptor (GoogleTest parameter names and logs).
+void PrintTo(const ShapeRow& row, std::ostream* os);
+/// Parses a suite file; throws std::runtime_error naming the file and line on malformed input.
+std::vector<ShapeRow> load_shapes(const std::string& path);
+
+/// Median device time in ms of `run(iteration)` over `iters` timed runs after `warmup` runs,
+/// each timed with its own pair of CUDA events on `stream`.
+double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters);
+
+}  // namespace fftconv::testing

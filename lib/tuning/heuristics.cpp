@@ -1,0 +1,152 @@
+#include "tuning/heuristics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace fftconv::detail {
+
+namespace {
+
+// ---- device model (H200) ----------------------------------------------------------------------
+// Streaming stages reach about 70% of the 4.3 TB/s device-to-device copy rate measured on the H200.
+constexpr double kStreamBytesPerUs = 3.0e6;
+// A batched 2D cuFFT of small planes reads and writes its data about twice (row and column passes).
+constexpr double kFftPasses = 2.0;
+// Relative cost of a transform length by radix (pocketfft-style fudge factors): powers of two are
+// cheapest in cuFFT, odd radices cost more per element.
+constexpr double kRadixCost[] = {1.0 /*2*/, 1.15 /*3*/, 1.3 /*5*/, 1.45 /*7*/};
+// Sustained rate of the register-tiled per-frequency GEMM, in FLOP per microsecond.
+constexpr double kGemmFlopsPerUs = 10.0e6;
+// Back-to-back kernel launches on one stream cost a few microseconds each for small problems.
+constexpr double kLaunchUs = 3.0;
+constexpr int kFftLaunches = 5;  // pad, r2c, gemm, c2r, clip
+// cuDNN's sustained strict-fp32 rate on large filters (ENGINEERING §1, H200): 28 TFLOP/s on dense
+// multichannel_r45, 7.4 on the depthwise landmark_heatmaps_dw68, 3.9 on landmark_batch64 (C=K=1).
+constexpr double kDirectDenseFlopsPerUs = 25.0e6;
+constexpr double kDirectThinFlopsPerUs = 5.0e6;
+constexpr std::int64_t kDenseChannels = 16;  // Cg and Kg at least this: the dense rate applies
+
+// ---- GEMM tiling ------------------------------------------------------------------------------
+// Threads wanted in flight: 132 SMs x 2048 threads is one full wave; below that, shrink tiles.
+constexpr double kMinWaves = 1.0;
+constexpr int kMaxTile = 8;
+
+double radix_factor(std::int64_t n) {
+  // Average per-element cost over the prime factors, weighted by how often each occurs.
+  const std::int64_t primes[] = {2, 3, 5, 7};
+  double sum = 0.0;
+  int count = 0;
+  for (int i = 0; i < 4; ++i) {
+    while (n % primes[i] == 0) {
+      n /= primes[i];
+      sum += kRadixCost[i];
+      ++count;
+    }
+  }
+  return count ? sum / count : 1.0;
+}
+
+int pow2_ceil(std::int64_t v) {
+  int t = 1;
+  while (t < v && t < kMaxTile) t *= 2;
+  return t;
+}
+
+}  // namespace
+
+CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g) {
+  const std::int64_t cg = d.c_per_group(), kg = d.k_per_group(), bins = g.bins;
+  CgemmProblem p;
+  p.m = d.n;
+  p.n = kg;
+  p.k = cg;
+  p.bins = bins;
+  p.groups = d.groups;
+  p.a_m = d.c * bins;  // X[n][c][f]
+  p.a_k = bins;
+  p.a_g = cg * bins;
+  p.b_n = cg * bins;  // W[k][c'][f]
+  p.b_k = bins;
+  p.b_g = kg * cg * bins;
+  p.c_m = d.k * bins;  // Y[n][k][f]
+  p.c_n = bins;
+  p.c_g = kg * bins;
+  p.conj_b = true;  // cross-correlation: Y = X * conj(W)
+  return p;
+}
+
+double estimate_fft_us(const ConvDesc& d, const FftGeometry& g) {
+  const double planes_in = double(d.n) * d.c + double(d.k) * d.c_per_group();
+  const double planes_out = double(d.n) * d.k;
+  const double real_plane = double(g.fft_h) * g.pitch * 4.0;
+  const double spec_plane = double(g.bins) * 8.0;
+  const double esize = double(dtype_size(d.dtype));
+  const double radix = 0.5 * (radix_factor(g.fft_h) + radix_factor(g.fft_w));
+
+  const double pad_bytes = (d.x_elems() + d.w_elems()) * esize + planes_in * real_plane;
+  const double r2c_bytes = planes_in * (real_plane + spec_plane) * kFftPasses * radix;
+  const double gemm_bytes = (planes_in + planes_out) * spec_plane;
+  const double c2r_bytes = planes_out * (real_plane + spec_plane) * kFftPasses * radix;
+  const double clip_bytes = double(d.y_elems()) * (4.0 * d.stride_w + esize);
+  const double gemm_us = std::max(gemm_bytes / kStreamBytesPerUs,
+                                  forward_gemm_problem(d, g).flops() / kGemmFlopsPerUs);
+  return (pad_bytes + r2c_bytes + c2r_bytes + clip_bytes) / kStreamBytesPerUs + gemm_us +
+         kFftLaunches * kLaunchUs;
+}
+
+double estimate_direct_us(const ConvDesc& d) {
+  const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
+  const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;
+  return flops / (dense ? kDirectDenseFlopsPerUs : kDirectThinFlopsPerUs) + kLaunchUs;
+}
+
+FftGeometry choose_fft_geometry(const ConvDesc& d) {
+  const auto hs = fft_size_candidates(min_fft_h(d));
+  const auto ws = fft_size_candidates(min_fft_w(d));
+  FftGeometry best;
+  double best_us = std::numeric_limits<double>::infinity();
+  for (std::int64_t fh : hs) {
+    for (std::int64_t fw : ws) {
+      const FftGeometry g = make_fft_geometry(d, fh, fw);
+      const double us = estimate_fft_us(d, g);
+      if (us < best_us) {
+        best_us = us;
+        best = g;
+      }
+    }
+  }
+  return best;
+}
+
+const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count) {
+  int tm = pow2_ceil(p.m);
+  int tn = pow2_ceil(p.n);
+  const double want = kMinWaves * std::max(sm_count, 1) * 2048.0;
+  auto threads = [&](int a, int b) {
+    return double(p.bins) * p.groups * double((p.m + a - 1) / a) * double((p.n + b - 1) / b);
+  };
+  // Large tiles reuse operands best; halve the larger side while the grid would underfill the GPU.
+  while (threads(tm, tn) < want && (tm > 1 || tn > 1)) {
+    if (tm >= tn) tm /= 2; else tn /= 2;
+  }
+  for (const CgemmKernel& k : cgemm_kernels()) {
+    if (k.tile_m == tm && k.tile_n == tn) return k;
+  }
+  return cgemm_kernels().front();
+}
+
+AlgoEstimate compare_fft_direct(const ConvDesc& d, const FftGeometry& g) {
+  AlgoEstimate e;
+  e.fft_us = estimate_fft_us(d, g);
+  e.direct_us = estimate_direct_us(d);
+  e.prefer_fft = e.fft_us < e.direct_us;
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "estimated fft %.1f us vs direct %.1f us", e.fft_us,
+                e.direct_us);
+  e.reason = buf;
+  return e;
+}
+
+}  // namespace fftconv::detail

@@ -1,0 +1,38 @@
+// Every threshold and cost constant the planner uses lives here and in heuristics.cpp, each with
+// the measurement behind it. Kernels never hold tuning numbers.
+#pragma once
+
+#include <string>
+
+#include "fftconv/conv_desc.hpp"
+#include "gemm/cgemm.h"
+#include "geometry/fft_geometry.h"
+
+namespace fftconv::detail {
+
+/// Estimated device time, in microseconds, of the full-image FFT path at this FFT size, with the
+/// filter transformed on every call.
+double estimate_fft_us(const ConvDesc& d, const FftGeometry& g);
+
+/// Estimated device time of a direct (cuDNN) convolution, in microseconds.
+double estimate_direct_us(const ConvDesc& d);
+
+/// The FFT size with the lowest estimate among fft_size_candidates() on each axis.
+FftGeometry choose_fft_geometry(const ConvDesc& d);
+
+/// The per-frequency GEMM of the forward pass for this descriptor and geometry.
+CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g);
+
+/// The tiling the heuristic picks for a problem on a device with `sm_count` multiprocessors.
+const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count);
+
+/// Auto's decision between the FFT path and cuDNN, with the estimates that made it.
+struct AlgoEstimate {
+  bool prefer_fft = true;
+  double fft_us = 0.0;
+  double direct_us = 0.0;
+  std::string reason;
+};
+AlgoEstimate compare_fft_direct(const ConvDesc& d, const FftGeometry& g);
+
+}  // namespace fftconv::detail

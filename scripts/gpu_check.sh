@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds fftconv on a GPU machine, runs every test and the benchmark driver (verified) on every
+# shape suite, and leaves logs and JSON under $OUT (default: ./gpu-out).
+#
+#   scripts/gpu_check.sh                 # build, test, bench
+#   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
+#   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
+#
+# Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
+# FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_ARGS, CMAKE_CUDA_ARCHITECTURES (default 90).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench}
+JOBS=$(nproc 2>/dev/null || echo 4)
+mkdir -p "$OUT"
+status=0
+
+step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  nvcc --version 2>&1 | tail -2
+  cmake --version | head -1
+  git rev-parse HEAD 2>/dev/null || true
+  git status --porcelain 2>/dev/null | head -20 || true
+} >"$OUT/env.txt" 2>&1
+head -4 "$OUT/env.txt"
+
+if step build; then
+  if ! { cmake -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+           -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" &&
+         cmake --build "$BUILD" -j "$JOBS"; } >"$OUT/build.log" 2>&1; then
+    echo "BUILD FAILED"; grep -E "error|Error" "$OUT/build.log" | head -40; exit 1
+  fi
+  echo "build ok"
+fi
+
+if step test; then
+  # shellcheck disable=SC2086
+  ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout 1500 ${FFTCONV_CTEST_ARGS:-} \
+    >"$OUT/ctest.log" 2>&1 || status=1
+  grep -E "^\[ (sweep|row) " "$OUT/ctest.log" | sed 's/ (cudnn \(find\|heuristic\).*//' | head -80
+  grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped\)$" "$OUT/ctest.log" | head -40
+fi
+
+if step bench; then
+  for suite in data/shapes/*.csv; do
+    base=$(basename "$suite" .csv)
+    # shellcheck disable=SC2086
+    "$BUILD/apps/fftconv-bench" --shapes "$suite" --verify --gemm all \
+      --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
+    cat "$OUT/bench-$base.txt"
+  done
+fi
+echo "gpu_check status $status"
+exit $status

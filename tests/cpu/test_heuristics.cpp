@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "testing/testing.h"
+#include "tuning/heuristics.h"
+
+namespace fftconv::detail {
+namespace {
+
+std::vector<testing::ShapeRow> suite() {
+  return testing::load_shapes(std::string(FFTCONV_TEST_DATA_DIR) + "/shapes/suite.csv");
+}
+
+const ConvDesc& row(const std::vector<testing::ShapeRow>& rows, const std::string& name) {
+  for (const auto& r : rows)
+    if (r.name == name) return r.desc;
+  throw std::runtime_error("no suite row " + name);
+}
+
+constexpr int kH200Sms = 132;
+
+TEST(Heuristics, FftSizesOfSuiteRowsAreSmoothAndExact) {
+  for (const auto& r : suite()) {
+    const FftGeometry g = choose_fft_geometry(r.desc);
+    EXPECT_TRUE(is_smooth(g.fft_h) && is_smooth(g.fft_w)) << r.name;
+    EXPECT_GE(g.fft_h, min_fft_h(r.desc)) << r.name;
+    EXPECT_GE(g.fft_w, min_fft_w(r.desc)) << r.name;
+    EXPECT_LE(g.fft_h, std::max(next_smooth(g.min_h), g.min_h * 13 / 10)) << r.name;
+    EXPECT_LE(g.fft_w, std::max(next_smooth(g.min_w), g.min_w * 13 / 10)) << r.name;
+  }
+}
+
+TEST(Heuristics, ForwardGemmProblemStridesFollowTheSpectrumLayout) {
+  ConvDesc d;
+  d.n = 3; d.c = 6; d.k = 4; d.groups = 2; d.h = d.w = 8; d.r = d.s = 3;
+  const FftGeometry g = make_fft_geometry(d, 8, 8);  // bins = 8 * 5
+  const CgemmProblem p = forward_gemm_problem(d, g);
+  EXPECT_EQ(p.m, 3);
+  EXPECT_EQ(p.n, 2);  // filters per group
+  EXPECT_EQ(p.k, 3);  // channels per group
+  EXPECT_EQ(p.bins, 40);
+  EXPECT_EQ(p.groups, 2);
+  EXPECT_EQ(p.a_m, 6 * 40);  // X[n][c][f]
+  EXPECT_EQ(p.a_g, 3 * 40);
+  EXPECT_EQ(p.b_n, 3 * 40);  // W[k][c'][f]
+  EXPECT_EQ(p.b_g, 2 * 3 * 40);
+  EXPECT_EQ(p.c_m, 4 * 40);  // Y[n][k][f]
+  EXPECT_EQ(p.c_g, 2 * 40);
+  EXPECT_FALSE(p.conj_a);
+  EXPECT_TRUE(p.conj_b);
+  EXPECT_DOUBLE_EQ(p.flops(), 8.0 * 3 * 2 * 3 * 40 * 2);
+}
+
+TEST(Heuristics, TilingListIsUniqueAndLookupWorks) {
+  std::set<std::string> names;
+  for (const CgemmKernel& k : cgemm_kernels()) {
+    EXPECT_TRUE(names.insert(k.name).second) << k.name;
+    EXPECT_EQ(&cgemm_kernel(k.name), &k);
+    EXPECT_GE(k.tile_m, 1);
+    EXPECT_GE(k.tile_n, 1);
+  }
+  try {
+    cgemm_kernel("no_such_tiling");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kInvalidArgument);
+  }
+}
+
+TEST(Heuristics, GemmTileFitsTheProblem) {
+  for (const auto& r : suite()) {
+    const FftGeometry g = choose_fft_geometry(r.desc);
+    const CgemmProblem p = forward_gemm_problem(r.desc, g);
+    const CgemmKernel& k = choose_cgemm(p, kH200Sms);
+    // never a tile more than twice the problem along a side (no wasted lanes beyond rounding)
+    EXPECT_LT(k.tile_m, 2 * p.m + 1) << r.name;
+    EXPECT_LT(k.tile_n, 2 * p.n + 1) << r.name;
+    if (r.desc.is_depthwise()) EXPECT_EQ(k.tile_n, 1) << r.name;
+  }
+}
+
+TEST(Heuristics, AutoPrefersFftForLargeKernelsAndDirectForSmallOnes) {
+  const auto rows = suite();
+  for (const char* name : {"landmark_batch64", "landmark_heatmaps_dw68", "multichannel_r31",
+                           "multichannel_r45", "photo_blur_rgb_2k", "slak_dw51_28"}) {
+    const ConvDesc& d = row(rows, name);
+    const AlgoEstimate e = compare_fft_direct(d, choose_fft_geometry(d));
+    EXPECT_TRUE(e.prefer_fft) << name << ": " << e.reason;
+  }
+  for (const char* name : {"seed1_grouped3x3_f32", "seed1_grouped3x3_f16"}) {
+    const ConvDesc& d = row(rows, name);
+    const AlgoEstimate e = compare_fft_direct(d, choose_fft_geometry(d));
+    EXPECT_FALSE(e.prefer_fft) << name << ": " << e.reason;
+  }
+}
+
+}  // namespace
+}  // namespace fftconv::detail

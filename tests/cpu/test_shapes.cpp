@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "testing/testing.h"
+
+namespace fftconv::testing {
+namespace {
+
+const std::string kHeader =
+    "name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups,dtype\n";
+
+std::string write_temp(const std::string& text) {
+  char name[] = "/tmp/fftconv_shapes_XXXXXX";
+  const int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  std::FILE* f = fdopen(fd, "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return name;
+}
+
+TEST(Shapes, ShippedSuiteLoadsAndValidates) {
+  const auto rows = load_shapes(std::string(FFTCONV_TEST_DATA_DIR) + "/shapes/suite.csv");
+  ASSERT_GE(rows.size(), 17u);
+  EXPECT_EQ(rows[0].name, "seed3_cntk_valid");
+  for (const auto& r : rows) EXPECT_EQ(r.desc.validate(), Status::kSuccess) << r.name;
+  bool found = false;
+  for (const auto& r : rows) {
+    if (r.name == "landmark_batch64") {
+      found = true;
+      EXPECT_EQ(r.desc.to_string(), "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Shapes, MalformedFilesNameTheLine) {
+  const struct {
+    std::string text;
+    std::string expect;
+  } cases[] = {
+      {"", "no header"},
+      {"name,n\n", "columns"},
+      {kHeader + "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1\n", ":2: expected 16 columns"},
+      {kHeader + "a,1,1,8,x,1,3,3,1,1,1,1,1,1,1,f32\n", ":2: column 'w' is not an integer"},
+      {kHeader + "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f64\n", ":2: "},
+      {"name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups,type\n", "header column 16"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write_temp(c.text);
+    try {
+      load_shapes(path);
+      ADD_FAILURE() << "accepted: " << c.text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+    }
+    std::remove(path.c_str());
+  }
+  EXPECT_THROW(load_shapes("/nonexistent/suite.csv"), std::runtime_error);
+}
+
+TEST(Shapes, CommentsAndBlankLinesAreSkipped) {
+  const std::string path =
+      write_temp(kHeader + "# a comment\n\nrow1,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f16\r\n");
+  const auto rows = load_shapes(path);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].desc.dtype, DType::kF16);
+  std::remove(path.c_str());
+}
+
+TEST(Tensors, EncodeDecodeRoundTripsRepresentableValues) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const auto v = random_values(1000, 42, t);
+    for (float e : v) {
+      EXPECT_GE(e, -1.0f);
+      EXPECT_LE(e, 1.0f);
+    }
+    const auto bytes = encode(v, t);
+    EXPECT_EQ(bytes.size(), v.size() * dtype_size(t));
+    EXPECT_EQ(decode(bytes.data(), 1000, t), v);
+  }
+  EXPECT_EQ(random_values(10, 1, DType::kF32), random_values(10, 1, DType::kF32));
+  EXPECT_NE(random_values(10, 1, DType::kF32), random_values(10, 2, DType::kF32));
+}
+
+TEST(Compare, MetricsAndNonFinite) {
+  const std::vector<double> ref = {1.0, -2.0, 2.0};
+  ErrorStats e = compare({1.0f, -2.0f, 2.0f}, ref);
+  EXPECT_EQ(e.rel_l2, 0.0);
+  EXPECT_TRUE(e.pass(1e-5));
+  e = compare({1.0f, -2.0f, 2.3f}, ref);
+  EXPECT_NEAR(e.rel_l2, 0.1, 1e-6);
+  EXPECT_NEAR(e.max_err, 0.15, 1e-6);
+  EXPECT_FALSE(e.pass(1e-2));
+  e = compare({1.0f, NAN, 2.0f}, ref);
+  EXPECT_EQ(e.nonfinite, 1);
+  EXPECT_FALSE(e.pass(1.0));
+  e = compare({0.0f}, {0.0});
+  EXPECT_TRUE(e.pass(1e-5));
+  e = compare({1e-3f}, {0.0});
+  EXPECT_FALSE(e.pass(1e-5));
+  EXPECT_THROW(compare({1.0f}, {1.0, 2.0}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace fftconv::testing

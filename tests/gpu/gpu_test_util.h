@@ -1,0 +1,52 @@
+// Shared helpers of the GPU suites: skip without a device, run a plan against the device oracle.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fftconv/fftconv.hpp"
+#include "testing/testing.h"
+
+#define FFTCONV_REQUIRE_GPU()                                  \
+  do {                                                         \
+    std::string fftconv_why_;                                  \
+    if (!::fftconv::testing::has_device(&fftconv_why_))        \
+      GTEST_SKIP() << fftconv_why_ << " (GPU test skipped)";   \
+  } while (0)
+
+namespace fftconv::gputest {
+
+/// Inputs of one run: random values (fixed seed) encoded in the descriptor's dtype on the device,
+/// and their exact fp32 values for the oracle.
+struct Problem {
+  ConvDesc desc;
+  std::uint64_t seed = 0;
+  bool with_bias = false;
+  testing::DeviceBuffer x, w, bias;           // engine inputs (desc.dtype)
+  testing::DeviceBuffer x32, w32, bias32;     // oracle inputs (fp32)
+  std::vector<double> ref;                    // oracle output
+
+  Problem(const ConvDesc& d, std::uint64_t seed, bool with_bias);
+};
+
+struct RunResult {
+  testing::ErrorStats err;
+  std::string describe;
+  PlanInfo info;
+  std::vector<float> y;
+};
+
+/// Plans with `options`, runs forward once into a NaN-poisoned output and compares with the oracle.
+RunResult run_forward(const Problem& p, const Options& options, cudaStream_t stream = nullptr);
+
+/// Random valid descriptors for sweeps: primes, 2^k +- 1, rectangular kernels, padding, stride,
+/// dilation, groups and depthwise.
+ConvDesc random_desc(std::mt19937_64& gen, DType dtype);
+
+std::string data_dir();
+
+}  // namespace fftconv::gputest

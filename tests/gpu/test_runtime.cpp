@@ -1,0 +1,213 @@
+// Run-time contract of a plan: argument errors write nothing, threads can share a plan, forward
+// is deterministic and capturable in a CUDA graph, the C API runs end to end.
+#include <cstring>
+#include <thread>
+
+#include "fftconv/fftconv.h"
+#include "gpu_test_util.h"
+
+namespace fftconv::gputest {
+namespace {
+
+ConvDesc small_desc() {
+  ConvDesc d;
+  d.n = 2; d.c = 3; d.h = 37; d.w = 29; d.k = 4; d.r = 15; d.s = 9; d.pad_h = 7; d.pad_w = 4;
+  return d;
+}
+
+bool all_poison(const testing::DeviceBuffer& b) {
+  std::vector<unsigned char> host(b.bytes());
+  b.download(host.data(), host.size());
+  for (unsigned char c : host)
+    if (c != 0xFF) return false;
+  return true;
+}
+
+TEST(Runtime, RejectedCallsWriteNothing) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 11, true);
+  Options o;
+  o.algo = Algo::kFft;
+  Plan plan(d, o);
+  ASSERT_GT(plan.workspace_size(), 0u);
+  testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size() + 512);
+  y.poison();
+  auto expect_status = [&](Status st, auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted, expected " << status_name(st);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), st) << e.what();
+    }
+    testing::cuda_check(cudaDeviceSynchronize(), "sync");
+    EXPECT_TRUE(all_poison(y)) << "output written by a rejected call (" << status_name(st) << ")";
+  };
+  const std::size_t need = plan.workspace_size();
+  expect_status(Status::kWorkspaceTooSmall,
+                [&] { plan.forward(p.x.get(), p.w.get(), nullptr, y.get(), ws.get(), need - 1, nullptr); });
+  expect_status(Status::kMisalignedPointer, [&] {
+    plan.forward(p.x.get(), p.w.get(), nullptr, y.get(), ws.as<char>() + 64, need, nullptr);
+  });
+  expect_status(Status::kMisalignedPointer, [&] {
+    plan.forward(p.x.as<char>() + 2, p.w.get(), nullptr, y.get(), ws.get(), need, nullptr);
+  });
+  expect_status(Status::kNullPointer,
+                [&] { plan.forward(nullptr, p.w.get(), nullptr, y.get(), ws.get(), need, nullptr); });
+  expect_status(Status::kNullPointer,
+                [&] { plan.forward(p.x.get(), p.w.get(), nullptr, y.get(), nullptr, need, nullptr); });
+}
+
+TEST(Runtime, ForwardIsDeterministic) {
+  FFTCONV_REQUIRE_GPU();
+  const Problem p(small_desc(), 12, true);
+  Options o;
+  o.algo = Algo::kFft;
+  const RunResult a = run_forward(p, o), b = run_forward(p, o);
+  EXPECT_EQ(std::memcmp(a.y.data(), b.y.data(), a.y.size() * 4), 0);
+  EXPECT_TRUE(a.err.pass(1e-5)) << a.err.to_string();
+}
+
+TEST(Runtime, ThreadsShareOnePlan) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 13, true);
+  Options o;
+  o.algo = Algo::kFft;
+  const Plan plan(d, o);
+  constexpr int kThreads = 4, kIters = 8;
+  std::vector<std::vector<float>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      cudaStream_t s;
+      testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+      testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
+      for (int i = 0; i < kIters; ++i) {
+        plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), ws.bytes(), s);
+      }
+      testing::cuda_check(cudaStreamSynchronize(s), "sync");
+      results[t].resize(d.y_elems());
+      y.download(results[t].data(), 4 * d.y_elems());
+      cudaStreamDestroy(s);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(testing::compare(results[t], p.ref).pass(1e-5)) << "thread " << t;
+    EXPECT_EQ(std::memcmp(results[t].data(), results[0].data(), 4 * d.y_elems()), 0);
+  }
+}
+
+TEST(Runtime, ForwardCapturesInACudaGraph) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 14, true);
+  for (Algo algo : {Algo::kFft, Algo::kAuto}) {
+    Options o;
+    o.algo = algo;
+    const Plan plan(d, o);
+    testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
+    y.poison();
+    cudaStream_t s;
+    testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+    cudaGraph_t graph;
+    testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+    plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), ws.bytes(), s);
+    testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
+    cudaGraphExec_t exec;
+    testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
+    testing::cuda_check(cudaStreamSynchronize(s), "sync");
+    std::vector<float> out(d.y_elems());
+    y.download(out.data(), 4 * out.size());
+    const auto err = testing::compare(out, p.ref);
+    EXPECT_TRUE(err.pass(1e-5)) << algo_name(algo) << ": " << err.to_string();
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+  }
+}
+
+TEST(Runtime, PlanReportsItsChoices) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  Options o;
+  o.algo = Algo::kFft;
+  const Plan plan(d, o);
+  const PlanInfo& i = plan.info();
+  EXPECT_EQ(i.algo, Algo::kFft);
+  EXPECT_GE(i.fft_h, d.h + d.pad_h);
+  EXPECT_FALSE(i.gemm.empty());
+  EXPECT_EQ(i.workspace_bytes, plan.workspace_size());
+  EXPECT_NE(plan.describe().find(d.to_string()), std::string::npos);
+  EXPECT_NE(plan.describe().find("fft="), std::string::npos);
+}
+
+TEST(Runtime, WorkspaceLimitIsHonoured) {
+  FFTCONV_REQUIRE_GPU();
+  ConvDesc d;
+  d.n = 64; d.h = 96; d.w = 96; d.r = 45; d.s = 45; d.pad_h = 22; d.pad_w = 22;
+  Options o;
+  o.algo = Algo::kFft;
+  o.workspace_limit = 1 << 20;
+  try {
+    Plan plan(d, o);
+    FAIL() << "a 1 MiB limit cannot hold the spectra";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos) << e.what();
+  }
+  o.algo = Algo::kAuto;  // falls back to cuDNN when the FFT does not fit
+  try {
+    Plan plan(d, o);
+    EXPECT_EQ(plan.info().algo, Algo::kCudnn) << plan.describe();
+    EXPECT_LE(plan.workspace_size(), o.workspace_limit);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kNotSupported) << e.what();  // only a build without cuDNN
+  }
+}
+
+TEST(Runtime, UnknownGemmKernelIsRejected) {
+  FFTCONV_REQUIRE_GPU();
+  Options o;
+  o.gemm_kernel = "regtile_3x3";
+  try {
+    Plan plan(small_desc(), o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kInvalidArgument);
+  }
+}
+
+TEST(Runtime, CApiEndToEnd) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 15, true);
+  fftconv_conv_desc_t cd = fftconv_conv_desc_default();
+  cd.n = d.n; cd.c = d.c; cd.h = d.h; cd.w = d.w; cd.k = d.k; cd.r = d.r; cd.s = d.s;
+  cd.pad_h = d.pad_h; cd.pad_w = d.pad_w;
+  fftconv_plan_t plan = nullptr;
+  ASSERT_EQ(fftconv_plan_create(&plan, &cd, nullptr), FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  size_t bytes = 0;
+  ASSERT_EQ(fftconv_plan_workspace_size(plan, &bytes), FFTCONV_STATUS_SUCCESS);
+  testing::DeviceBuffer y(4 * d.y_elems()), ws(bytes);
+  y.poison();
+  EXPECT_EQ(fftconv_forward(plan, p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), bytes - 1,
+                            nullptr),
+            bytes ? FFTCONV_STATUS_WORKSPACE_TOO_SMALL : FFTCONV_STATUS_SUCCESS);
+  ASSERT_EQ(fftconv_forward(plan, p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), bytes,
+                            nullptr),
+            FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  testing::cuda_check(cudaDeviceSynchronize(), "sync");
+  std::vector<float> out(d.y_elems());
+  y.download(out.data(), 4 * out.size());
+  EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5));
+  EXPECT_NE(std::strstr(fftconv_plan_describe(plan), "n2c3h37w29"), nullptr);
+  EXPECT_EQ(fftconv_plan_destroy(plan), FFTCONV_STATUS_SUCCESS);
+}
+
+}  // namespace
+}  // namespace fftconv::gputest
