@@ -31,6 +31,15 @@ FFTCONV_HD std::int64_t placed_source(std::int64_t t, std::int64_t off, std::int
   return i < src ? i : -1;
 }
 
+/// FFT coordinate the clip stage reads for output index p: the stride-1 position p*stride taken
+/// modulo the period. With a period below the output extent (wide padding around a small
+/// kernel), outputs past the period are the circular result at the wrapped position, which the
+/// size rule below keeps equal to the linear one.
+FFTCONV_HD std::int64_t clip_source(std::int64_t p, std::int64_t stride, std::int64_t period) {
+  const std::int64_t t = p * stride;
+  return t < period ? t : t % period;
+}
+
 /// Smallest circular period that reproduces the linear correlation on every output kept.
 ///
 /// The output reads padded positions [0, hi) with hi = (out-1)*stride + eff_k; data occupies

@@ -49,8 +49,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock) pad_kernel(PadParams p) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreadsPerBlock) clip_kernel(ClipArgs a, std::int64_t fft_h,
-                                                                 std::int64_t pitch) {
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    clip_kernel(ClipArgs a, std::int64_t fft_h, std::int64_t fft_w, std::int64_t pitch) {
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
   const std::int64_t rows = a.planes * a.out_h;
@@ -60,10 +60,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock) clip_kernel(ClipArgs a, std:
     const std::int64_t plane = row / a.out_h;
     const std::int64_t p = row - plane * a.out_h;
     const float b = bias ? to_float(bias[plane % a.k]) : 0.0f;
-    const float* src_row = a.src + (plane * fft_h + p * a.stride_h) * pitch;
+    const float* src_row = a.src + (plane * fft_h + clip_source(p, a.stride_h, fft_h)) * pitch;
     T* dst = y + row * a.out_w;
     for (std::int64_t q = lane; q < a.out_w; q += 32) {
-      dst[q] = from_float<T>(fmaf(src_row[q * a.stride_w], a.scale, b));
+      dst[q] = from_float<T>(fmaf(src_row[clip_source(q, a.stride_w, fft_w)], a.scale, b));
     }
   }
 }
@@ -100,13 +100,13 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   const unsigned grid = grid_for_rows(args.planes * args.out_h);
   switch (dtype) {
     case DType::kF32:
-      clip_kernel<float><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.pitch);
+      clip_kernel<float><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch);
       break;
     case DType::kF16:
-      clip_kernel<__half><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.pitch);
+      clip_kernel<__half><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch);
       break;
     case DType::kBF16:
-      clip_kernel<__nv_bfloat16><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.pitch);
+      clip_kernel<__nv_bfloat16><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch);
       break;
   }
   FFTCONV_CHECK_LAUNCH();

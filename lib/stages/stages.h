@@ -24,8 +24,9 @@ constexpr int kMaxPadSegments = 2;
 void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeometry& g,
                 cudaStream_t stream);
 
-/// y[plane][p][q] = scale * src[plane][p*stride_h][q*stride_w] + bias[plane % k] (bias may be
-/// null), for planes = n*k result planes of the c2r, stored with FftGeometry's pitch.
+/// y[plane][p][q] = scale * src[plane][clip_source(p, stride_h)][clip_source(q, stride_w)]
+/// + bias[plane % k] (bias may be null), for planes = n*k result planes of the c2r, stored with
+/// FftGeometry's pitch.
 struct ClipArgs {
   const float* src;
   void* y;

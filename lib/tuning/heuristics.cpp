@@ -19,14 +19,22 @@ constexpr double kFftPasses = 2.0;
 constexpr double kRadixCost[] = {1.0 /*2*/, 1.15 /*3*/, 1.3 /*5*/, 1.45 /*7*/};
 // Sustained rate of the register-tiled per-frequency GEMM, in FLOP per microsecond.
 constexpr double kGemmFlopsPerUs = 10.0e6;
-// Back-to-back kernel launches on one stream cost a few microseconds each for small problems.
-constexpr double kLaunchUs = 3.0;
+// Small problems pay about 5 us per stage on the H200 (data/results/h200/suite-forward.json:
+// seed3_landmark_same runs its five stages in 26 us, the streaming terms predict 5 us of that).
+constexpr double kLaunchUs = 5.0;
 constexpr int kFftLaunches = 5;  // pad, r2c, gemm, c2r, clip
-// cuDNN's sustained strict-fp32 rate on large filters (ENGINEERING §1, H200): 28 TFLOP/s on dense
-// multichannel_r45, 7.4 on the depthwise landmark_heatmaps_dw68, 3.9 on landmark_batch64 (C=K=1).
-constexpr double kDirectDenseFlopsPerUs = 25.0e6;
+// cuDNN strict fp32, measured on the H200 (suite-forward.json, best of cudnnFind): thin
+// convolutions (depthwise, few channels per group) run at 4.5-5.7 TFLOP/s whatever the kernel;
+// dense ones at ~40 TFLOP/s with small kernels (grouped 3x3: 39.6) and ~20 with large ones
+// (strided2, 31x31: 19.8).
 constexpr double kDirectThinFlopsPerUs = 5.0e6;
-constexpr std::int64_t kDenseChannels = 16;  // Cg and Kg at least this: the dense rate applies
+constexpr double kDirectDenseSmallFlopsPerUs = 40.0e6;
+constexpr double kDirectDenseLargeFlopsPerUs = 20.0e6;
+constexpr std::int64_t kDenseChannels = 16;   // Cg and Kg at least this: dense rates apply
+constexpr std::int64_t kSmallKernelArea = 25;  // up to 5x5: Winograd / implicit-GEMM territory
+// Below about 1e5 outputs cuDNN cannot fill the GPU and its rate drops in proportion
+// (seed3_landmark_same, 9216 outputs: 0.43 TFLOP/s; seed3_cntk_valid, 32400: 5.0).
+constexpr double kDirectFullOutputs = 1.0e5;
 
 // ---- GEMM tiling ------------------------------------------------------------------------------
 // Threads wanted in flight: 132 SMs x 2048 threads is one full wave; below that, shrink tiles.
@@ -99,7 +107,11 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g) {
 double estimate_direct_us(const ConvDesc& d) {
   const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
   const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;
-  return flops / (dense ? kDirectDenseFlopsPerUs : kDirectThinFlopsPerUs) + kLaunchUs;
+  const double rate = !dense ? kDirectThinFlopsPerUs
+                      : d.r * d.s <= kSmallKernelArea ? kDirectDenseSmallFlopsPerUs
+                                                       : kDirectDenseLargeFlopsPerUs;
+  const double fill = std::min(1.0, double(d.y_elems()) / kDirectFullOutputs);
+  return flops / (rate * fill) + kLaunchUs;
 }
 
 FftGeometry choose_fft_geometry(const ConvDesc& d) {

@@ -88,7 +88,10 @@ std::vector<double> circular_pipeline(const ConvDesc& d, const std::vector<float
   std::vector<double> y(d.out_h() * d.out_w());
   for (std::int64_t p = 0; p < d.out_h(); ++p)
     for (std::int64_t q = 0; q < d.out_w(); ++q) {
-      const std::int64_t tp = p * d.stride_h, tq = q * d.stride_w;
+      // The clip stage reads the circular result at these (wrapped) positions.
+      const std::int64_t tp = clip_source(p, d.stride_h, fh), tq = clip_source(q, d.stride_w, fw);
+      EXPECT_LT(tp, fh);
+      EXPECT_LT(tq, fw);
       double acc = 0.0;
       for (std::int64_t i = 0; i < fh; ++i)
         for (std::int64_t j = 0; j < fw; ++j)
@@ -163,6 +166,24 @@ TEST(FftSizeRule, TwoDimensionalRandomDescriptors) {
     EXPECT_EQ(circular_pipeline(d, x, w, g.min_h, g.min_w), ref) << d.to_string();
     ++checked;
   }
+}
+
+TEST(FftSizeRule, OutputsCanExtendPastThePeriod) {
+  // A 1x1 kernel with padding: the output (w + 2*pad wide) is wider than the exact period
+  // (w + pad), so the clip stage must wrap.
+  ConvDesc d;
+  d.h = 2; d.w = 3; d.pad_w = 1;
+  EXPECT_EQ(d.out_w(), 5);
+  EXPECT_EQ(min_fft_w(d), 4);
+  EXPECT_EQ(clip_source(4, 1, 4), 0);
+  EXPECT_EQ(clip_source(3, 2, 4), 2);
+  EXPECT_EQ(clip_source(9, 1, 4), 1);
+  std::mt19937 gen(3);
+  const auto x = nonzero_ints(6, gen);
+  const auto w = nonzero_ints(1, gen);
+  std::vector<double> ref(d.y_elems());
+  reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
+  EXPECT_EQ(circular_pipeline(d, x, w, 2, 4), ref);
 }
 
 TEST(FftGeometry, LayoutOfInPlaceTransforms) {
