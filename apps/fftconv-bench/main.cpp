@@ -86,7 +86,14 @@ struct Row {
 
 Config parse_args(int argc, char** argv) {
   Config c;
-  for (int i = 0; i < argc; ++i) c.command += (i ? " " : "") + std::string(argv[i]);
+  // The command as recorded in results: where the JSON went is not part of the experiment.
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--json" && i + 1 < argc) {
+      ++i;
+      continue;
+    }
+    c.command += (c.command.empty() ? "" : " ") + std::string(argv[i]);
+  }
   ConvDesc d;
   bool have_shape_flags = false;
   std::string name = "cli";

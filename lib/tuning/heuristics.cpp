@@ -20,7 +20,7 @@ constexpr double kRadixCost[] = {1.0 /*2*/, 1.15 /*3*/, 1.3 /*5*/, 1.45 /*7*/};
 // Sustained rate of the register-tiled per-frequency GEMM, in FLOP per microsecond.
 constexpr double kGemmFlopsPerUs = 10.0e6;
 // Small problems pay about 5 us per stage on the H200 (data/results/h200/suite-forward.json:
-// seed3_landmark_same runs its five stages in 26 us, the streaming terms predict 5 us of that).
+// seed3_landmark_same runs its five stages in 32 us, the streaming terms predict 5 us of that).
 constexpr double kLaunchUs = 5.0;
 constexpr int kFftLaunches = 5;  // pad, r2c, gemm, c2r, clip
 // cuDNN strict fp32, measured on the H200 (suite-forward.json, best of cudnnFind): thin
@@ -33,7 +33,7 @@ constexpr double kDirectDenseLargeFlopsPerUs = 20.0e6;
 constexpr std::int64_t kDenseChannels = 16;   // Cg and Kg at least this: dense rates apply
 constexpr std::int64_t kSmallKernelArea = 25;  // up to 5x5: Winograd / implicit-GEMM territory
 // Below about 1e5 outputs cuDNN cannot fill the GPU and its rate drops in proportion
-// (seed3_landmark_same, 9216 outputs: 0.43 TFLOP/s; seed3_cntk_valid, 32400: 5.0).
+// (seed3_landmark_same, 9216 outputs: 0.3 TFLOP/s; seed3_cntk_valid, 32400: 4.5).
 constexpr double kDirectFullOutputs = 1.0e5;
 
 // ---- GEMM tiling ------------------------------------------------------------------------------

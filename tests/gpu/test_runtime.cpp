@@ -1,5 +1,6 @@
 // Run-time contract of a plan: argument errors write nothing, threads can share a plan, forward
 // is deterministic and capturable in a CUDA graph, the C API runs end to end.
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -165,6 +166,28 @@ TEST(Runtime, WorkspaceLimitIsHonoured) {
     EXPECT_LE(plan.workspace_size(), o.workspace_limit);
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::kNotSupported) << e.what();  // only a build without cuDNN
+  }
+}
+
+// Every output reads only padding: the exact result is 0 (plus bias); the FFT path may leave
+// rounding noise there, bounded far below the magnitude of a real output.
+TEST(Runtime, AllPaddingOutputIsZero) {
+  FFTCONV_REQUIRE_GPU();
+  ConvDesc d = ConvDesc::parse("n1c12h15w2k12r1s1p1x1u2x3d1x1g3f32");
+  ASSERT_FALSE(output_reads_data(d));
+  const Problem p(d, 16, false);
+  for (double r : p.ref) ASSERT_EQ(r, 0.0);
+  for (Algo algo : {Algo::kFft, Algo::kAuto}) {
+    Options o;
+    o.algo = algo;
+    const RunResult r = run_forward(p, o);
+    float worst = 0.0f;
+    for (float v : r.y) {
+      ASSERT_TRUE(std::isfinite(v));
+      worst = std::max(worst, std::fabs(v));
+    }
+    // inputs are in [-1, 1]; one output of this problem would otherwise be O(1)
+    EXPECT_LE(worst, 1e-6f) << algo_name(algo) << ": " << r.describe;
   }
 }
 
