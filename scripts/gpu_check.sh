@@ -50,7 +50,7 @@ if step bench; then
   for suite in data/shapes/*.csv; do
     base=$(basename "$suite" .csv)
     # shellcheck disable=SC2086
-    "$BUILD/apps/fftconv-bench" --shapes "$suite" --verify --gemm all \
+    "$BUILD/apps/fftconv-bench" --shapes "$suite" --verify --gemm all --stages \
       --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
     cat "$OUT/bench-$base.txt"
   done

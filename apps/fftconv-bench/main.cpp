@@ -45,6 +45,9 @@ struct Config {
   int warmup = 5;
   Algo algo = Algo::kAuto;
   std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
+  bool stages = false;
+  fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
+  std::string tuning_cache;
   std::string command;
 };
 
@@ -60,8 +63,11 @@ struct Row {
   std::size_t workspace_bytes = 0;
   double floor_ms = NAN;
   std::vector<std::pair<std::string, double>> gemm_ms;  // --gemm all: FFT time per tiling
-  std::string gemm_best;
-  double regret = NAN;  // chosen tiling's time / best tiling's time
+  std::string gemm_best, cublas_best;
+  double regret = NAN;        // chosen own tiling's time / best own tiling's time
+  double gemm_best_ms = NAN, cublas_best_ms = NAN;
+  std::vector<fftconv::StageTime> stages;  // --stages: the engine's stages
+  double gemm_flops = 0.0, gemm_min_bytes = 0.0;
 };
 
 [[noreturn]] void usage(int code) {
@@ -77,8 +83,12 @@ struct Row {
       "  --iters N         timed runs per measurement (median reported; default 20)\n"
       "  --warmup N        untimed runs first (default 5)\n"
       "  --algo A          engine algorithm: auto (default), fft or cudnn\n"
-      "  --gemm NAME|all   FFT path: force a GEMM tiling, or time every tiling per row and\n"
-      "                    report the heuristic's regret (chosen time / best time)\n"
+      "  --gemm NAME|all   FFT path: force a GEMM tiling, or (all) time every tiling and cuBLAS\n"
+      "                    path on rows the engine runs through the FFT, with the heuristic's\n"
+      "                    regret (its tiling's time / the best own tiling's time)\n"
+      "  --stages          time every stage of the engine (pad, r2c, gemm, c2r, clip); GEMM GFLOP/s\n"
+      "  --tuning MODE     heuristic (default), autotune or exhaustive GEMM choice at plan time\n"
+      "  --tuning-cache F  tuning cache file for autotune/exhaustive (default $FFTCONV_TUNING_CACHE)\n"
       "  --no-cudnn        skip the cuDNN baselines\n"
       "  --filter TEXT     only rows whose name contains TEXT\n");
   std::exit(code);
@@ -157,6 +167,12 @@ Config parse_args(int argc, char** argv) {
       c.warmup = static_cast<int>(integer(a, value(i)));
     } else if (a == "--gemm") {
       c.gemm = value(i);
+    } else if (a == "--stages") {
+      c.stages = true;
+    } else if (a == "--tuning") {
+      c.tuning = fftconv::parse_tuning(value(i));
+    } else if (a == "--tuning-cache") {
+      c.tuning_cache = value(i);
     } else if (a == "--algo") {
       c.algo = fftconv::parse_algo(value(i));
     } else {
@@ -216,11 +232,12 @@ struct Timed {
   double ms = NAN, plan_ms = NAN;
   fftconv::PlanInfo info;
   std::string describe;
+  std::vector<fftconv::StageTime> stages;
 };
 
 // Plans (timed on the host) and times forward; leaves the last result in in.y.
 Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& cfg,
-                cudaStream_t stream) {
+                cudaStream_t stream, bool stages = false) {
   Timed t;
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan(d, o);
@@ -236,6 +253,10 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
                      stream);
       },
       stream, cfg.warmup, cfg.iters);
+  if (stages) {
+    t.stages = plan.profile_forward(in.x[0].get(), in.w[0].get(), in.bias.get(), in.y.get(),
+                                    ws.get(), ws.bytes(), stream, cfg.iters);
+  }
   // One more run on copy 0 so in.y holds the result for the inputs the oracle sees.
   in.y.poison();
   plan.forward(in.x[0].get(), in.w[0].get(), in.bias.get(), in.y.get(), ws.get(), ws.bytes(), stream);
@@ -317,9 +338,18 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
         << r.gemm << "\", \"workspace_bytes\": " << r.workspace_bytes
         << ", \"floor_ms\": " << jnum(r.floor_ms) << ", \"status\": \"" << json_escape(r.status)
         << "\", \"reason\": \"" << json_escape(r.reason) << "\"";
+    if (!r.stages.empty()) {
+      out << ", \"stages_ms\": {";
+      for (std::size_t k = 0; k < r.stages.size(); ++k) {
+        out << (k ? ", " : "") << "\"" << r.stages[k].stage << "\": " << jnum(r.stages[k].ms);
+      }
+      out << "}, \"gemm_flops\": " << jnum(r.gemm_flops) << ", \"gemm_min_bytes\": "
+          << jnum(r.gemm_min_bytes);
+    }
     if (!r.gemm_ms.empty()) {
-      out << ", \"gemm_best\": \"" << r.gemm_best << "\", \"regret\": " << jnum(r.regret)
-          << ", \"gemm_ms\": {";
+      out << ", \"gemm_best\": \"" << r.gemm_best << "\", \"gemm_best_ms\": " << jnum(r.gemm_best_ms)
+          << ", \"cublas_best\": \"" << r.cublas_best << "\", \"cublas_best_ms\": "
+          << jnum(r.cublas_best_ms) << ", \"regret\": " << jnum(r.regret) << ", \"gemm_ms\": {";
       for (std::size_t g = 0; g < r.gemm_ms.size(); ++g) {
         out << (g ? ", " : "") << "\"" << r.gemm_ms[g].first << "\": " << jnum(r.gemm_ms[g].second);
       }
@@ -366,9 +396,14 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
 
   Options engine;
   engine.algo = cfg.algo;
+  engine.tuning = cfg.tuning;
+  engine.tuning_cache = cfg.tuning_cache;
   if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
   try {
-    const Timed t = time_plan(d, engine, in, cfg, stream);
+    const Timed t = time_plan(d, engine, in, cfg, stream, cfg.stages);
+    r.stages = t.stages;
+    r.gemm_flops = t.info.gemm_flops;
+    r.gemm_min_bytes = t.info.gemm_min_bytes;
     r.engine_ms = t.ms;
     r.plan_ms = t.plan_ms;
     r.algo = fftconv::algo_name(t.info.algo);
@@ -410,35 +445,39 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
     } catch (const std::exception&) {
     }
   }
-  if (cfg.gemm == "all" && !std::isnan(r.fft_ms)) {
-    double best = INFINITY, chosen = NAN;
+  if (cfg.gemm == "all" && r.algo == "fft") {
+    // Every path at the same FFT size, on rows where the engine runs the FFT path; the regret is
+    // over our own tilings, the heuristic's pick against the fastest of them.
+    double chosen = NAN;
+    std::string heuristic = r.gemm;
+    if (cfg.tuning != fftconv::Tuning::kHeuristic || !cfg.gemm.empty()) {
+      try {
+        Options o;
+        o.algo = Algo::kFft;
+        heuristic = Plan(d, o).info().gemm;
+      } catch (const std::exception&) {
+      }
+    }
     for (const std::string& name : fftconv::gemm_kernel_names()) {
       Options o;
       o.algo = Algo::kFft;
       o.gemm_kernel = name;
+      double ms = NAN;
       try {
-        const double ms = time_plan(d, o, in, cfg, stream).ms;
-        r.gemm_ms.emplace_back(name, ms);
-        if (ms < best) {
-          best = ms;
-          r.gemm_best = name;
-        }
-        if (name == r.gemm) chosen = ms;
-      } catch (const std::exception& e) {
-        r.gemm_ms.emplace_back(name, NAN);
-      }
-    }
-    if (r.algo != "fft") {  // the FFT path's heuristic tiling, though Auto chose another algorithm
-      Options o;
-      o.algo = Algo::kFft;
-      try {
-        const std::string name = Plan(d, o).info().gemm;
-        for (const auto& g : r.gemm_ms)
-          if (g.first == name) chosen = g.second;
+        ms = time_plan(d, o, in, cfg, stream).ms;
       } catch (const std::exception&) {
       }
+      r.gemm_ms.emplace_back(name, ms);
+      const bool cublas = name.rfind("cublas", 0) == 0;
+      std::string& best_name = cublas ? r.cublas_best : r.gemm_best;
+      double& best_ms = cublas ? r.cublas_best_ms : r.gemm_best_ms;
+      if (!std::isnan(ms) && (std::isnan(best_ms) || ms < best_ms)) {
+        best_ms = ms;
+        best_name = name;
+      }
+      if (name == heuristic) chosen = ms;
     }
-    r.regret = chosen / best;
+    r.regret = chosen / r.gemm_best_ms;
   }
   if (cfg.cudnn) {
     Options o;
@@ -518,7 +557,22 @@ int main(int argc, char** argv) {
     if (!r.gemm_ms.empty()) {
       std::printf("  gemm sweep (fft ms):");
       for (const auto& g : r.gemm_ms) std::printf(" %s=%s", g.first.c_str(), fmt(g.second).c_str());
-      std::printf("\n  best %s, regret %s\n", r.gemm_best.c_str(), fmt(r.regret, "%.3f").c_str());
+      std::printf("\n  best own %s %s ms, best cublas %s %s ms, heuristic regret %s\n",
+                  r.gemm_best.c_str(), fmt(r.gemm_best_ms).c_str(), r.cublas_best.c_str(),
+                  fmt(r.cublas_best_ms).c_str(), fmt(r.regret, "%.3f").c_str());
+    }
+    if (!r.stages.empty()) {
+      std::printf("  stages (ms):");
+      for (const auto& st : r.stages) std::printf(" %s=%s", st.stage.c_str(), fmt(st.ms, "%.4f").c_str());
+      for (const auto& st : r.stages) {
+        if (st.stage == "gemm" && st.ms > 0) {
+          std::printf("  | gemm %.0f GFLOP/s, floor %.4f ms (%.0f MB at 4.3 TB/s, %.2f GFLOP at 67 TFLOP/s)",
+                      r.gemm_flops / (st.ms * 1e6),
+                      1e3 * std::max(r.gemm_min_bytes / kCopyBytesPerSec, r.gemm_flops / kFp32FlopsPerSec),
+                      r.gemm_min_bytes * 1e-6, r.gemm_flops * 1e-9);
+        }
+      }
+      std::printf("\n");
     }
     results.push_back(r);
   }

@@ -31,6 +31,18 @@ enum class CudnnSearch : int {
   kHeuristic = 1,  ///< cudnnGetConvolutionForwardAlgorithm_v7: first suggestion that fits, no timing
 };
 
+/// How the FFT path picks its per-frequency GEMM tiling.
+enum class Tuning : int {
+  kHeuristic = 0,   ///< the cost model in lib/tuning, no timing
+  kAutotune = 1,    ///< time every own tiling at plan time, keep the fastest (cached)
+  kExhaustive = 2,  ///< also time the cuBLAS paths (cached)
+};
+
+/// "heuristic", "autotune", "exhaustive".
+const char* tuning_name(Tuning t) noexcept;
+/// Parses a tuning name; throws Error(kInvalidArgument) otherwise.
+Tuning parse_tuning(const std::string& name);
+
 /// Planning options.
 struct Options {
   static constexpr std::size_t kNoLimit = ~std::size_t{0};
@@ -42,11 +54,22 @@ struct Options {
   bool allow_tf32 = false;
   CudnnSearch cudnn_search = CudnnSearch::kFind;
   /// FFT path only: force a per-frequency GEMM tiling by name (one of gemm_kernel_names());
-  /// empty: the heuristic's choice.
+  /// empty: chosen per `tuning`.
   std::string gemm_kernel;
+  Tuning tuning = Tuning::kHeuristic;
+  /// Persistent tuning cache (JSON) used by kAutotune / kExhaustive: a hit skips the timing, a
+  /// miss stores the winner. Empty: the file named by $FFTCONV_TUNING_CACHE, or no cache.
+  std::string tuning_cache;
 };
 
-/// Names of the per-frequency GEMM tilings the FFT path can use.
+/// Time of one stage of a forward pass (Plan::profile_forward).
+struct StageTime {
+  std::string stage;  ///< e.g. "pad", "r2c", "gemm", "c2r", "clip", "cudnn"
+  double ms = 0.0;    ///< median over the profiled runs
+};
+
+/// Names of the per-frequency GEMM paths the FFT path can use: own tilings first, then the
+/// cuBLAS comparison paths.
 std::vector<std::string> gemm_kernel_names();
 
 /// What a plan chose; for reports, logs and benchmarks.
@@ -55,6 +78,8 @@ struct PlanInfo {
   std::int64_t fft_h = 0;       ///< FFT size (FFT path), else 0
   std::int64_t fft_w = 0;
   std::string gemm;             ///< per-frequency GEMM kernel (FFT path), e.g. "regtile_8x8"
+  double gemm_flops = 0.0;      ///< FLOPs of the per-frequency GEMM (FFT path)
+  double gemm_min_bytes = 0.0;  ///< bytes the GEMM must move at least (FFT path)
   std::string cudnn_algo;       ///< cuDNN algorithm (cuDNN path), e.g. "IMPLICIT_PRECOMP_GEMM"
   std::string cudnn_math;       ///< cuDNN math mode: "fma" (strict fp32) or "tensor_op"
   std::size_t workspace_bytes = 0;
@@ -92,6 +117,13 @@ class Plan {
   /// anything is enqueued: on error nothing is written.
   void forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
                std::size_t workspace_bytes, cudaStream_t stream) const;
+
+  /// Runs forward() `iters` times after one warm-up, timing every stage with CUDA events, and
+  /// returns the median per stage. Synchronises the stream: for diagnosis and benchmarks, not the
+  /// hot path.
+  std::vector<StageTime> profile_forward(const void* x, const void* w, const void* bias, void* y,
+                                         void* workspace, std::size_t workspace_bytes,
+                                         cudaStream_t stream, int iters = 10) const;
 
  private:
   struct Impl;

@@ -29,12 +29,20 @@ struct FwdArgs {
   void* workspace;   // workspace_size() bytes, 256-byte aligned
 };
 
+/// Receives a mark after each stage of a forward pass (profiling only).
+class StageMarks {
+ public:
+  virtual ~StageMarks() = default;
+  virtual void mark(const char* stage, cudaStream_t stream) = 0;
+};
+
 class ConvAlgo {
  public:
   virtual ~ConvAlgo() = default;
   virtual std::size_t workspace_size() const = 0;
   /// Enqueues the forward pass; never allocates or synchronises. Callers serialise calls.
-  virtual void forward(const FwdArgs& args, cudaStream_t stream) = 0;
+  /// `marks` (null outside profiling) is told when each stage has been enqueued.
+  virtual void forward(const FwdArgs& args, cudaStream_t stream, StageMarks* marks) = 0;
   /// Fills algo, sizes, kernel names and workspace (reason is the planner's).
   virtual void fill_info(PlanInfo& info) const = 0;
 };

@@ -182,14 +182,16 @@ class CudnnFwdAlgo final : public ConvAlgo {
  public:
   std::size_t workspace_size() const override { return align_up(workspace_); }
 
-  void forward(const FwdArgs& a, cudaStream_t stream) override {
+  void forward(const FwdArgs& a, cudaStream_t stream, StageMarks* marks) override {
     const float one = 1.0f, zero = 0.0f;
     FFTCONV_CUDNN_CHECK(cudnnSetStream(handle_, stream));
     FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(handle_, &one, x_desc_, a.x, w_desc_, a.w,
                                                 conv_desc_, algo_, a.workspace, workspace_, &zero,
                                                 y_desc_, a.y));
+    if (marks) marks->mark("cudnn", stream);
     if (a.bias) {
       FFTCONV_CUDNN_CHECK(cudnnAddTensor(handle_, &one, b_desc_, a.bias, &one, y_desc_, a.y));
+      if (marks) marks->mark("bias", stream);
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "stages/stages.h"
+#include "tuning/gemm_select.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv::detail {
@@ -9,14 +10,6 @@ namespace fftconv::detail {
 namespace {
 std::int64_t planes_in(const ConvDesc& d) { return d.n * d.c + d.k * d.c_per_group(); }
 std::int64_t planes_out(const ConvDesc& d) { return d.n * d.k; }
-
-int current_sm_count() {
-  int dev = 0;
-  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
-  int sms = 0;
-  FFTCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 }  // namespace
@@ -38,16 +31,20 @@ Support FftFullAlgo::can_implement(const ConvDesc& d, const Options& o, const Ff
   return Support::yes();
 }
 
-FftFullAlgo::FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g,
-                         const CgemmKernel* gemm)
+FftFullAlgo::FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g)
     : d_(d), g_(g), gemm_(forward_gemm_problem(d, g)) {
-  kernel_ = gemm ? gemm : &choose_cgemm(gemm_, current_sm_count());
+  const GemmChoice choice = select_cgemm(
+      gemm_, o,
+      "fwd " + d_.to_string() + " fft=" + std::to_string(g_.fft_h) + "x" + std::to_string(g_.fft_w));
+  runner_ = make_cgemm_runner(*choice.kernel);
+  gemm_reason_ = choice.reason;
   r2c_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_in(d_));
   c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_out(d_));
   const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
   off_out_ = align_up(plane * planes_in(d_));
   off_work_ = off_out_ + align_up(plane * planes_out(d_));
-  workspace_ = off_work_ + align_up(std::max(r2c_->work_size(), c2r_->work_size()));
+  off_gemm_ = off_work_ + align_up(std::max(r2c_->work_size(), c2r_->work_size()));
+  workspace_ = off_gemm_ + align_up(runner_->workspace_size(gemm_));
   if (workspace_ > o.workspace_limit) {
     throw Error(Status::kOutOfMemory, "fft " + std::to_string(g_.fft_h) + "x" +
                                           std::to_string(g_.fft_w) + " needs a workspace of " +
@@ -57,7 +54,7 @@ FftFullAlgo::FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
   }
 }
 
-void FftFullAlgo::forward(const FwdArgs& a, cudaStream_t stream) {
+void FftFullAlgo::forward(const FwdArgs& a, cudaStream_t stream, StageMarks* marks) {
   auto* base = static_cast<unsigned char*>(a.workspace);
   auto* spec_in = reinterpret_cast<float*>(base);
   auto* spec_out = reinterpret_cast<float*>(base + off_out_);
@@ -72,16 +69,20 @@ void FftFullAlgo::forward(const FwdArgs& a, cudaStream_t stream) {
        Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}},
   };
   launch_pad(segs, 2, d_.dtype, g_, stream);
+  if (marks) marks->mark("pad", stream);
   // 2. one r2c over input and filter planes.
   r2c_->exec(spec_in, work, stream);
+  if (marks) marks->mark("r2c", stream);
   // 3. per-frequency GEMM: Y[n,k,f] = sum_c X[n,c,f] * conj(W[k,c,f]), per group.
   CgemmOperands ops;
   ops.a = reinterpret_cast<const float2*>(spec_in);
   ops.b = reinterpret_cast<const float2*>(spec_in) + x_planes * g_.bins;
   ops.c = reinterpret_cast<float2*>(spec_out);
-  kernel_->launch(gemm_, ops, stream);
+  runner_->run(gemm_, ops, base + off_gemm_, stream);
+  if (marks) marks->mark("gemm", stream);
   // 4. c2r in place.
   c2r_->exec(spec_out, work, stream);
+  if (marks) marks->mark("c2r", stream);
   // 5. valid window, 1/(Fh*Fw) scale, stride, bias, output dtype.
   ClipArgs clip;
   clip.src = spec_out;
@@ -95,14 +96,18 @@ void FftFullAlgo::forward(const FwdArgs& a, cudaStream_t stream) {
   clip.stride_w = d_.stride_w;
   clip.scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
   launch_clip(clip, d_.dtype, g_, stream);
+  if (marks) marks->mark("clip", stream);
 }
 
 void FftFullAlgo::fill_info(PlanInfo& info) const {
   info.algo = Algo::kFft;
   info.fft_h = g_.fft_h;
   info.fft_w = g_.fft_w;
-  info.gemm = kernel_->name;
+  info.gemm = runner_->kernel().name;
+  info.gemm_flops = gemm_.flops();
+  info.gemm_min_bytes = gemm_.min_bytes();
   info.workspace_bytes = workspace_;
+  info.reason = gemm_reason_;
 }
 
 }  // namespace fftconv::detail

@@ -15,11 +15,11 @@ class FftFullAlgo final : public ConvAlgo {
   /// Spectrum buffers and workspace limit (cuFFT's scratch is checked once the plans exist).
   static Support can_implement(const ConvDesc& d, const Options& o, const FftGeometry& g);
 
-  /// Builds the cuFFT plans; `gemm` is the tiling to use (nullptr: the heuristic's choice).
-  FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g, const CgemmKernel* gemm);
+  /// Chooses the GEMM (per Options: forced, heuristic or autotuned) and builds the cuFFT plans.
+  FftFullAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g);
 
   std::size_t workspace_size() const override { return workspace_; }
-  void forward(const FwdArgs& args, cudaStream_t stream) override;
+  void forward(const FwdArgs& args, cudaStream_t stream, StageMarks* marks) override;
   void fill_info(PlanInfo& info) const override;
 
   /// Bytes of the two spectrum buffers (input+filter planes, output planes).
@@ -29,9 +29,10 @@ class FftFullAlgo final : public ConvAlgo {
   ConvDesc d_;
   FftGeometry g_;
   CgemmProblem gemm_;
-  const CgemmKernel* kernel_;
+  std::unique_ptr<CgemmRunner> runner_;
+  std::string gemm_reason_;
   std::unique_ptr<CufftPlan2d> r2c_, c2r_;
-  std::size_t off_out_ = 0, off_work_ = 0, workspace_ = 0;
+  std::size_t off_out_ = 0, off_work_ = 0, off_gemm_ = 0, workspace_ = 0;
 };
 
 }  // namespace fftconv::detail

@@ -1,5 +1,6 @@
 #include "fftconv/plan.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
@@ -32,6 +33,23 @@ std::vector<std::string> gemm_kernel_names() {
   std::vector<std::string> names;
   for (const detail::CgemmKernel& k : detail::cgemm_kernels()) names.emplace_back(k.name);
   return names;
+}
+
+const char* tuning_name(Tuning t) noexcept {
+  switch (t) {
+    case Tuning::kHeuristic: return "heuristic";
+    case Tuning::kAutotune: return "autotune";
+    case Tuning::kExhaustive: return "exhaustive";
+  }
+  return "unknown_tuning";
+}
+
+Tuning parse_tuning(const std::string& name) {
+  if (name == "heuristic") return Tuning::kHeuristic;
+  if (name == "autotune") return Tuning::kAutotune;
+  if (name == "exhaustive") return Tuning::kExhaustive;
+  throw Error(Status::kInvalidArgument,
+              "unknown tuning mode '" + name + "' (expected heuristic, autotune or exhaustive)");
 }
 
 int device_count() noexcept {
@@ -74,15 +92,17 @@ void check_options(const Options& o) {
     throw Error(Status::kInvalidArgument,
                 "Options::cudnn_search has the invalid value " + std::to_string(s));
   }
+  const int t = static_cast<int>(o.tuning);
+  if (t < static_cast<int>(Tuning::kHeuristic) || t > static_cast<int>(Tuning::kExhaustive)) {
+    throw Error(Status::kInvalidArgument, "Options::tuning has the invalid value " + std::to_string(t));
+  }
 }
 
 std::unique_ptr<detail::ConvAlgo> build_fft(const ConvDesc& d, const Options& o,
                                             const detail::FftGeometry& g) {
   const detail::Support s = detail::FftFullAlgo::can_implement(d, o, g);
   if (!s.ok()) throw Error(s.status, s.reason);
-  const detail::CgemmKernel* gemm =
-      o.gemm_kernel.empty() ? nullptr : &detail::cgemm_kernel(o.gemm_kernel);
-  return std::make_unique<detail::FftFullAlgo>(d, o, g, gemm);
+  return std::make_unique<detail::FftFullAlgo>(d, o, g);
 }
 
 }  // namespace
@@ -168,7 +188,56 @@ void Plan::forward(const void* x, const void* w, const void* bias, void* y, void
                                                workspace_bytes, workspace_size(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  impl_->algo->forward(detail::FwdArgs{x, w, bias, y, workspace}, stream);
+  impl_->algo->forward(detail::FwdArgs{x, w, bias, y, workspace}, stream, nullptr);
+}
+
+namespace {
+// Records an event after each stage; one set per profiled run.
+class EventMarks final : public detail::StageMarks {
+ public:
+  std::vector<std::pair<std::string, cudaEvent_t>> marks;
+  ~EventMarks() override {
+    for (auto& m : marks) cudaEventDestroy(m.second);
+  }
+  void mark(const char* stage, cudaStream_t stream) override {
+    cudaEvent_t e;
+    FFTCONV_CUDA_CHECK(cudaEventCreate(&e));
+    marks.emplace_back(stage, e);
+    FFTCONV_CUDA_CHECK(cudaEventRecord(e, stream));
+  }
+};
+}  // namespace
+
+std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const void* bias,
+                                             void* y, void* workspace, std::size_t workspace_bytes,
+                                             cudaStream_t stream, int iters) const {
+  if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
+  std::string why;
+  const Status st = detail::check_forward_args(impl_->desc, x, w, bias, y, workspace,
+                                               workspace_bytes, workspace_size(), &why);
+  if (st != Status::kSuccess) throw Error(st, why);
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  const detail::FwdArgs args{x, w, bias, y, workspace};
+  impl_->algo->forward(args, stream, nullptr);  // warm-up
+  std::vector<EventMarks> runs(static_cast<std::size_t>(iters));
+  for (EventMarks& run : runs) {
+    run.mark("start", stream);
+    impl_->algo->forward(args, stream, &run);
+  }
+  FFTCONV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<StageTime> out;
+  const std::size_t stages = runs[0].marks.size();
+  for (std::size_t s = 1; s < stages; ++s) {
+    std::vector<float> ms;
+    for (const EventMarks& run : runs) {
+      float e = 0.0f;
+      FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&e, run.marks[s - 1].second, run.marks[s].second));
+      ms.push_back(e);
+    }
+    std::sort(ms.begin(), ms.end());
+    out.push_back(StageTime{runs[0].marks[s].first, ms[ms.size() / 2]});
+  }
+  return out;
 }
 
 }  // namespace fftconv

@@ -1,7 +1,9 @@
 // Batched per-frequency complex GEMM: the contraction at the heart of the FFT method.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,7 +16,9 @@ namespace fftconv::detail {
 ///   C[g][m][n][f] = alpha * sum_k opA(A[g][m][k][f]) * opB(B[g][n][k][f])
 /// where op conjugates when conj_a / conj_b is set. Bins are contiguous (stride 1) in all three
 /// operands, exactly as the r2c transform leaves them; the other strides are in complex elements.
-/// Forward: A = X (m = image, k = input channel), B = W (n = filter), conj_b (cross-correlation).
+/// One interface serves every pass: forward contracts over input channels (A = X, B = W,
+/// conj_b), backward-data over filters, backward-filter over images; only strides and
+/// conjugation differ.
 struct CgemmProblem {
   std::int64_t m = 0, n = 0, k = 0, bins = 0, groups = 1;
   std::int64_t a_m = 0, a_k = 0, a_g = 0;
@@ -23,6 +27,12 @@ struct CgemmProblem {
   bool conj_a = false, conj_b = false;
 
   double flops() const { return 8.0 * double(m) * n * k * bins * groups; }
+  /// Bytes the GEMM must at least move: every operand read once, the result written once.
+  double min_bytes() const { return 8.0 * double(bins) * groups * (m * k + n * k + m * n); }
+  /// Complex elements each operand spans from its base pointer.
+  std::int64_t a_extent() const { return (groups - 1) * a_g + (m - 1) * a_m + (k - 1) * a_k + bins; }
+  std::int64_t b_extent() const { return (groups - 1) * b_g + (n - 1) * b_n + (k - 1) * b_k + bins; }
+  std::int64_t c_extent() const { return (groups - 1) * c_g + (m - 1) * c_m + (n - 1) * c_n + bins; }
 };
 
 struct CgemmOperands {
@@ -32,18 +42,48 @@ struct CgemmOperands {
   float alpha = 1.0f;
 };
 
-/// A compiled tiling: a name, its compile-time shape and its launcher.
-struct CgemmKernel {
-  const char* name;
-  int tile_m;   ///< output rows per thread
-  int tile_n;   ///< output columns per thread
-  int threads;  ///< threads per block (one bin each)
-  void (*launch)(const CgemmProblem&, const CgemmOperands&, cudaStream_t);
+enum class CgemmFamily {
+  kRegTile,  ///< one thread per bin and register tile, operands straight from global memory
+  kSmem,     ///< a block per 32 bins and output tile, operands staged through shared memory
+  kCublas,   ///< cublasCgemmStridedBatched over bins, with the layout changes it needs
+  kCublas3m, ///< cublasCgemm3mStridedBatched, likewise
 };
 
-/// Every instantiated tiling, in a fixed order.
+/// One entry of the catalog: a compiled tiling of ours, or a cuBLAS comparison path.
+struct CgemmKernel {
+  const char* name;
+  CgemmFamily family;
+  int tile_m, tile_n;    ///< outputs per thread (own kernels)
+  int block_m, block_n;  ///< outputs per block along m and n (own kernels)
+  int threads;           ///< threads per block (own kernels)
+  void (*launch)(const CgemmProblem&, const CgemmOperands&, cudaStream_t);  ///< own kernels only
+
+  bool own() const { return family == CgemmFamily::kRegTile || family == CgemmFamily::kSmem; }
+};
+
+/// Every entry, own tilings first, in a fixed order: the only list (the tunings in lib/tuning
+/// choose among these).
 const std::vector<CgemmKernel>& cgemm_kernels();
-/// The kernel called `name`; throws Error(kInvalidArgument) when there is none.
+/// The entry called `name`; throws Error(kInvalidArgument) when there is none.
 const CgemmKernel& cgemm_kernel(const std::string& name);
+
+/// A way to run the per-frequency GEMM, built at plan time (cuBLAS paths hold a handle).
+class CgemmRunner {
+ public:
+  virtual ~CgemmRunner() = default;
+  virtual const CgemmKernel& kernel() const = 0;
+  /// Device workspace run() needs for this problem (0 for our own kernels).
+  virtual std::size_t workspace_size(const CgemmProblem& p) const = 0;
+  /// Enqueues the GEMM; no allocation, no synchronisation.
+  virtual void run(const CgemmProblem& p, const CgemmOperands& op, void* workspace,
+                   cudaStream_t stream) = 0;
+};
+
+std::unique_ptr<CgemmRunner> make_cgemm_runner(const CgemmKernel& kernel);
+
+// Family lists, defined next to their kernels and joined by cgemm_kernels().
+const std::vector<CgemmKernel>& regtile_kernels();
+const std::vector<CgemmKernel>& smem_kernels();
+std::unique_ptr<CgemmRunner> make_cublas_runner(const CgemmKernel& kernel);
 
 }  // namespace fftconv::detail

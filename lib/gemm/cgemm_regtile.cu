@@ -103,13 +103,13 @@ constexpr int kRegTileThreads = 128;
 template <int TM, int TN>
 CgemmKernel regtile_entry(const char* name) {
   using P = RegTilePolicy<TM, TN, kRegTileThreads>;
-  return CgemmKernel{name, TM, TN, kRegTileThreads, &launch_regtile<P>};
+  return CgemmKernel{name, CgemmFamily::kRegTile, TM, TN, TM, TN, kRegTileThreads, &launch_regtile<P>};
 }
 
 }  // namespace
 
-// The instantiated tilings: the only list; the heuristics in lib/tuning choose among them.
-const std::vector<CgemmKernel>& cgemm_kernels() {
+// The instantiated register tilings (joined with the other families in cgemm_catalog.cpp).
+const std::vector<CgemmKernel>& regtile_kernels() {
   static const std::vector<CgemmKernel> kernels = {
       regtile_entry<1, 1>("regtile_1x1"), regtile_entry<2, 1>("regtile_2x1"),
       regtile_entry<4, 1>("regtile_4x1"), regtile_entry<8, 1>("regtile_8x1"),
@@ -121,13 +121,6 @@ const std::vector<CgemmKernel>& cgemm_kernels() {
       regtile_entry<4, 8>("regtile_4x8"), regtile_entry<8, 8>("regtile_8x8"),
   };
   return kernels;
-}
-
-const CgemmKernel& cgemm_kernel(const std::string& name) {
-  for (const CgemmKernel& k : cgemm_kernels()) {
-    if (name == k.name) return k;
-  }
-  throw Error(Status::kInvalidArgument, "no per-frequency GEMM kernel named '" + name + "'");
 }
 
 }  // namespace fftconv::detail

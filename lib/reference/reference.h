@@ -18,3 +18,16 @@ void conv2d_forward_device(const ConvDesc& d, const float* x, const float* w, co
                            double* y, cudaStream_t stream);
 
 }  // namespace fftconv::reference
+
+#include <complex>
+
+#include "gemm/cgemm.h"
+
+namespace fftconv::reference {
+
+/// The per-frequency complex GEMM of `p` in fp64 on the host: c gets p.c_extent() elements laid
+/// out as p says (entries the problem does not write are left as they are).
+void cgemm_host(const detail::CgemmProblem& p, const std::complex<float>* a,
+                const std::complex<float>* b, float alpha, std::complex<double>* c);
+
+}  // namespace fftconv::reference

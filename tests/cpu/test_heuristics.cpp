@@ -52,13 +52,34 @@ TEST(Heuristics, ForwardGemmProblemStridesFollowTheSpectrumLayout) {
   EXPECT_DOUBLE_EQ(p.flops(), 8.0 * 3 * 2 * 3 * 40 * 2);
 }
 
+TEST(Heuristics, CatalogHasEveryFamily) {
+  int regtile = 0, smem = 0, cublas = 0;
+  bool own_first = true, seen_cublas = false;
+  for (const CgemmKernel& k : cgemm_kernels()) {
+    regtile += k.family == CgemmFamily::kRegTile;
+    smem += k.family == CgemmFamily::kSmem;
+    cublas += !k.own();
+    if (!k.own()) seen_cublas = true;
+    if (k.own() && seen_cublas) own_first = false;
+  }
+  EXPECT_GE(regtile, 4);
+  EXPECT_GE(smem, 2);
+  EXPECT_EQ(cublas, 2);
+  EXPECT_TRUE(own_first);
+}
+
 TEST(Heuristics, TilingListIsUniqueAndLookupWorks) {
   std::set<std::string> names;
   for (const CgemmKernel& k : cgemm_kernels()) {
     EXPECT_TRUE(names.insert(k.name).second) << k.name;
     EXPECT_EQ(&cgemm_kernel(k.name), &k);
-    EXPECT_GE(k.tile_m, 1);
-    EXPECT_GE(k.tile_n, 1);
+    if (k.own()) {
+      EXPECT_GE(k.tile_m, 1);
+      EXPECT_GE(k.tile_n, 1);
+      EXPECT_EQ(k.block_m % k.tile_m, 0);
+      EXPECT_EQ(k.block_n % k.tile_n, 0);
+      EXPECT_NE(k.launch, nullptr);
+    }
   }
   try {
     cgemm_kernel("no_such_tiling");
@@ -73,9 +94,10 @@ TEST(Heuristics, GemmTileFitsTheProblem) {
     const FftGeometry g = choose_fft_geometry(r.desc);
     const CgemmProblem p = forward_gemm_problem(r.desc, g);
     const CgemmKernel& k = choose_cgemm(p, kH200Sms);
-    // never a tile more than twice the problem along a side (no wasted lanes beyond rounding)
-    EXPECT_LT(k.tile_m, 2 * p.m + 1) << r.name;
-    EXPECT_LT(k.tile_n, 2 * p.n + 1) << r.name;
+    // never a block more than twice the problem along a side (no wasted lanes beyond rounding)
+    EXPECT_TRUE(k.own()) << r.name;
+    EXPECT_LT(k.block_m, 2 * p.m + 1) << r.name;
+    EXPECT_LT(k.block_n, 2 * p.n + 1) << r.name;
     if (r.desc.is_depthwise()) EXPECT_EQ(k.tile_n, 1) << r.name;
   }
 }

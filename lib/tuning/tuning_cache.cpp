@@ -1,0 +1,286 @@
+#include "tuning/tuning_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <system_error>
+
+#include "core/json.h"
+#include "fftconv/status.hpp"
+
+namespace fftconv::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kFormat[] = "fftconv-tuning-cache";
+constexpr double kVersion = 1;
+// How much of an unexpected value a warning quotes.
+constexpr std::size_t kMaxQuoted = 40;
+
+std::string quoted(const Json& v) {
+  std::string s = v.dump(0);
+  if (s.size() > kMaxQuoted) s = s.substr(0, kMaxQuoted) + "...";
+  return s;
+}
+
+std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+TuningRecord* find_record(std::vector<TuningRecord>& records, const std::string& device,
+                          const std::string& key) {
+  for (auto& r : records) {
+    if (r.device == device && r.key == key) return &r;
+  }
+  return nullptr;
+}
+
+void upsert(std::vector<TuningRecord>& records, const TuningRecord& record) {
+  if (TuningRecord* r = find_record(records, record.device, record.key)) {
+    *r = record;
+  } else {
+    records.push_back(record);
+  }
+}
+
+// Why an entry cannot be used, or "" when it can.
+std::string entry_problem(const Json& e) {
+  if (!e.is_object()) return "not an object";
+  for (const char* field : {"device", "key", "choice"}) {
+    if (!e[field].is_string()) return std::string("\"") + field + "\" is not a string";
+  }
+  if (!e["ms"].is_number()) return "\"ms\" is not a number";
+  return "";
+}
+
+}  // namespace
+
+TuningCache::TuningCache(std::string path) : path_(std::move(path)) {}
+
+const std::string& TuningCache::path() const { return path_; }
+
+void TuningCache::warn(const std::string& message) {
+  // The same problem is met again on every forced re-read; report it once.
+  if (std::find(warnings_.begin(), warnings_.end(), message) != warnings_.end()) return;
+  warnings_.push_back(message);
+  std::fprintf(stderr, "fftconv: warning: %s\n", message.c_str());
+}
+
+std::vector<std::string> TuningCache::warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
+}
+
+void TuningCache::refresh(bool force) {
+  const std::string where = "tuning cache " + path_ + ": ";
+  std::error_code ec;
+  Stamp now;
+  const fs::file_status st = fs::status(path_, ec);
+  if (st.type() != fs::file_type::not_found) {
+    if (ec || !fs::is_regular_file(st)) {
+      warn(where + (ec ? "cannot access it (" + ec.message() + ")" : "not a regular file") +
+           "; ignoring it");
+      file_records_.clear();
+      writable_ = false;
+      loaded_ = false;  // look again next time
+      return;
+    }
+    now.exists = true;
+    now.mtime = fs::last_write_time(path_, ec);
+    if (!ec) now.size = fs::file_size(path_, ec);
+    if (ec) {
+      // Replaced or removed between the calls: read it next time.
+      loaded_ = false;
+      return;
+    }
+  }
+  if (!force && loaded_ && now == stamp_) return;
+  // The stamp is taken before reading, so a write racing with the read shows up as a change later.
+  stamp_ = now;
+  loaded_ = true;
+  if (!now.exists) {
+    file_records_.clear();
+    writable_ = true;
+    return;
+  }
+  std::ifstream in(path_, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) {
+    warn(where + "cannot read it (" + errno_text(errno) + "); ignoring it");
+    file_records_.clear();
+    writable_ = false;
+    return;
+  }
+  load(text.str());
+}
+
+void TuningCache::load(const std::string& text) {
+  const std::string where = "tuning cache " + path_ + ": ";
+  file_records_.clear();
+  writable_ = false;
+  // An empty file holds nothing to lose (e.g. made by touch): treat it as missing.
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    writable_ = true;
+    return;
+  }
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    const std::size_t at = what.find("json: ");
+    if (at != std::string::npos) what = what.substr(at + 6);
+    warn(where + "not valid JSON (" + what + "); ignoring it");
+    return;
+  }
+  if (!doc.is_object()) {
+    warn(where + "not a tuning cache (the top level is not an object); ignoring it");
+    return;
+  }
+  const Json& format = doc["format"];
+  if (!format.is_string() || format.as_string() != kFormat) {
+    warn(where + "\"format\" is " + quoted(format) + ", not \"" + kFormat + "\"; ignoring it");
+    return;
+  }
+  const Json& version = doc["version"];
+  if (!version.is_number() || version.as_number() != kVersion) {
+    warn(where + "\"version\" " + quoted(version) + " is not supported (expected 1); ignoring it");
+    return;
+  }
+  const Json& entries = doc["entries"];
+  if (!entries.is_array()) {
+    warn(where + "\"entries\" is missing or not an array; ignoring it");
+    return;
+  }
+  int bad = 0;
+  std::string first_problem;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Json& e = entries.items()[i];
+    const std::string problem = entry_problem(e);
+    if (!problem.empty()) {
+      if (bad++ == 0) first_problem = "entry " + std::to_string(i) + ": " + problem;
+      continue;
+    }
+    upsert(file_records_, TuningRecord{e["device"].as_string(), e["key"].as_string(),
+                                       e["choice"].as_string(), e["ms"].as_number()});
+  }
+  if (bad > 0) {
+    warn(where + "skipped " + std::to_string(bad) + " malformed entr" + (bad == 1 ? "y" : "ies") +
+         " (first: " + first_problem + ")");
+  }
+  writable_ = true;
+}
+
+bool TuningCache::write(const std::vector<TuningRecord>& records) {
+  static std::atomic<unsigned long> counter{0};
+  std::string text =
+      std::string("{\n  \"format\": \"") + kFormat + "\",\n  \"version\": 1,\n  \"entries\": [";
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const TuningRecord& r = records[i];
+    Json e = Json::object();
+    e.set("device", r.device).set("key", r.key).set("choice", r.choice).set("ms", r.ms);
+    text += (i == 0 ? "\n    " : ",\n    ") + e.dump(0);
+  }
+  text += records.empty() ? "]\n}\n" : "\n  ]\n}\n";
+
+  // Unique per process and call, in the same folder so that the rename stays on one filesystem.
+  const std::string tmp =
+      path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      warn("tuning cache " + path_ + ": cannot write " + tmp + " (" + errno_text(errno) +
+           "); keeping new results in memory only");
+      return false;
+    }
+    out << text;
+    out.close();
+    if (out.fail()) {
+      const int err = errno;
+      fs::remove(tmp, ec);
+      warn("tuning cache " + path_ + ": cannot write " + tmp + " (" + errno_text(err) +
+           "); keeping new results in memory only");
+      return false;
+    }
+  }
+  fs::rename(tmp, path_, ec);
+  if (ec) {
+    warn("tuning cache " + path_ + ": cannot replace it (" + ec.message() +
+         "); keeping new results in memory only");
+    fs::remove(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
+std::optional<TuningRecord> TuningCache::lookup(const std::string& device, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    refresh(/*force=*/false);
+    if (TuningRecord* r = find_record(memory_records_, device, key)) return *r;
+    if (TuningRecord* r = find_record(file_records_, device, key)) return *r;
+  } catch (const std::exception& e) {
+    warn("tuning cache " + path_ + ": lookup failed (" + e.what() + ")");
+  }
+  return std::nullopt;
+}
+
+void TuningCache::store(const TuningRecord& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    if (!std::isfinite(record.ms)) {
+      warn("tuning cache " + path_ + ": not storing " + record.key + " with time " +
+           std::to_string(record.ms) + " ms");
+      return;
+    }
+    // Kept in memory first, so this process still sees it if the file cannot be written.
+    upsert(memory_records_, record);
+    // Always re-read: another process may have written within the stamp's resolution.
+    // Two processes storing at the same instant can still lose one record (last rename wins);
+    // for a cache that only means tuning that problem again.
+    refresh(/*force=*/true);
+    if (!writable_) {
+      warn("tuning cache " + path_ +
+           ": not overwriting a file that is not a valid tuning cache; keeping new results in "
+           "memory only");
+      return;
+    }
+    std::vector<TuningRecord> merged = file_records_;
+    for (const TuningRecord& r : memory_records_) upsert(merged, r);
+    if (write(merged)) {
+      file_records_ = std::move(merged);
+      memory_records_.clear();
+      loaded_ = false;  // take the new file's stamp on the next lookup
+    }
+  } catch (const std::exception& e) {
+    warn("tuning cache " + path_ + ": store failed (" + e.what() + ")");
+  }
+}
+
+TuningCache& tuning_cache(const std::string& path) {
+  static std::mutex mu;
+  // Never destroyed: callers may still hold references while static destructors run at exit.
+  static auto* caches = new std::map<std::string, std::unique_ptr<TuningCache>>();
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<TuningCache>& slot = (*caches)[path];
+  if (!slot) slot = std::make_unique<TuningCache>(path);
+  return *slot;
+}
+
+std::string tuning_cache_path_from_env() {
+  const char* v = std::getenv("FFTCONV_TUNING_CACHE");
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace fftconv::detail

@@ -1,0 +1,77 @@
+// Persistent autotuning results: a JSON file of (device, problem) -> winner records that survives
+// the process and is shared by threads and processes. A bad file never breaks planning: it is
+// ignored with a warning and never overwritten.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fftconv::detail {
+
+/// One tuned decision: on device `device`, problem `key` (a canonical descriptor string plus the
+/// pass and sizes the decision depends on), the winner `choice` took `ms` milliseconds.
+struct TuningRecord {
+  std::string device;
+  std::string key;
+  std::string choice;
+  double ms = 0.0;
+};
+
+/// A JSON file of tuning records shared by processes and threads.
+class TuningCache {
+ public:
+  explicit TuningCache(std::string path);  // touches nothing on disk
+  TuningCache(const TuningCache&) = delete;
+  TuningCache& operator=(const TuningCache&) = delete;
+
+  const std::string& path() const;
+  /// The record for (device, key), if the file holds one. Reads the file on first use and again
+  /// whenever its modification time or size changed since the last read.
+  std::optional<TuningRecord> lookup(const std::string& device, const std::string& key);
+  /// Adds or replaces the record and writes the file: re-read, merge, write a temporary file in the
+  /// same folder, rename over the original (atomic). Records of other devices are kept. Never
+  /// overwrites a file it could not parse (it warns and keeps the record in memory only).
+  void store(const TuningRecord& record);
+  /// Warnings issued so far (each also printed once to stderr as "fftconv: warning: ...").
+  std::vector<std::string> warnings() const;
+
+ private:
+  // What the file looked like when last read; a different stamp means re-read.
+  struct Stamp {
+    bool exists = false;
+    std::filesystem::file_time_type mtime{};
+    std::uintmax_t size = 0;
+    bool operator==(const Stamp& o) const {
+      return exists == o.exists && mtime == o.mtime && size == o.size;
+    }
+  };
+
+  // All private functions expect mu_ to be held.
+  void refresh(bool force);
+  void load(const std::string& text);
+  bool write(const std::vector<TuningRecord>& records);
+  void warn(const std::string& message);
+
+  const std::string path_;
+  mutable std::mutex mu_;
+  bool loaded_ = false;
+  Stamp stamp_;
+  // False when the file holds something that is not a readable tuning cache of our version.
+  bool writable_ = true;
+  std::vector<TuningRecord> file_records_;
+  // Stored here but not (yet) written to the file; they take precedence over file_records_.
+  std::vector<TuningRecord> memory_records_;
+  std::vector<std::string> warnings_;
+};
+
+/// The process-wide cache for `path` (one instance per path, created on first use; thread-safe).
+TuningCache& tuning_cache(const std::string& path);
+
+/// Path from the environment variable FFTCONV_TUNING_CACHE, or "" when unset/empty.
+std::string tuning_cache_path_from_env();
+
+}  // namespace fftconv::detail

@@ -1,0 +1,654 @@
+// The JSON reader/writer and the persistent tuning cache: round trips, every malformed input, and a
+// cache file that is missing, corrupt, foreign, unwritable or written by many threads at once.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/json.h"
+#include "fftconv/status.hpp"
+#include "tuning/tuning_cache.h"
+
+namespace fftconv::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- JSON -------------------------------------------------------------------------------------
+
+TEST(Json, RoundTripsNestedValues) {
+  Json inner = Json::object();
+  inner.set("empty_array", Json::array())
+      .set("empty_object", Json::object())
+      .set("nothing", nullptr);
+  Json doc = Json::object();
+  doc.set("name", "fftconv")
+      .set("ok", true)
+      .set("bad", false)
+      .set("n", 42)
+      .set("x", -0.125)
+      .set("list", Json::array({1, "two", Json::array({3.5, Json::array()}), inner}));
+  for (int indent : {2, 0, 4}) {
+    const std::string text = doc.dump(indent);
+    const Json back = Json::parse(text);
+    EXPECT_EQ(back, doc) << text;
+    EXPECT_EQ(back.dump(indent), text);
+  }
+  const Json back = Json::parse(doc.dump());
+  EXPECT_EQ(back["name"].as_string(), "fftconv");
+  EXPECT_TRUE(back["ok"].as_bool());
+  EXPECT_EQ(back["list"].items()[2].items()[0].as_number(), 3.5);
+  EXPECT_TRUE(back["list"].items()[3]["nothing"].is_null());
+  // Keys keep their insertion order.
+  ASSERT_EQ(back.members().size(), 6u);
+  EXPECT_EQ(back.members()[0].first, "name");
+  EXPECT_EQ(back.members()[5].first, "list");
+}
+
+TEST(Json, DumpLayout) {
+  Json doc = Json::object();
+  doc.set("a", 1).set("b", Json::array({true, nullptr})).set("c", Json::object());
+  EXPECT_EQ(doc.dump(2), "{\n  \"a\": 1,\n  \"b\": [\n    true,\n    null\n  ],\n  \"c\": {}\n}");
+  EXPECT_EQ(doc.dump(0), "{\"a\": 1, \"b\": [true, null], \"c\": {}}");
+  EXPECT_EQ(Json::array().dump(), "[]");
+  EXPECT_EQ(Json("s").dump(), "\"s\"");
+}
+
+TEST(Json, ParsesWhitespaceAndScalars) {
+  EXPECT_EQ(Json::parse(" \t\r\n[ 1 , { \"k\" : null } ]\n "),
+            Json::array({1, Json::object().set("k", nullptr)}));
+  EXPECT_TRUE(Json::parse("null").is_null());
+  EXPECT_FALSE(Json::parse("false").as_bool());
+  EXPECT_EQ(Json::parse("\"\"").as_string(), "");
+}
+
+TEST(Json, EscapesRoundTrip) {
+  const std::string s =
+      std::string("q\" b\\ s/ \b\f\n\r\t ctl\x01\x1f nul") + '\0' + " end \xc3\xa9";
+  const std::string text = Json(s).dump();
+  EXPECT_NE(text.find("\\\""), std::string::npos);
+  EXPECT_NE(text.find("\\\\"), std::string::npos);
+  EXPECT_NE(text.find("\\n"), std::string::npos);
+  EXPECT_NE(text.find("\\u0001"), std::string::npos);
+  EXPECT_NE(text.find("\\u001f"), std::string::npos);
+  EXPECT_NE(text.find("\\u0000"), std::string::npos);
+  for (const char c : text) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << text;
+  EXPECT_EQ(Json::parse(text).as_string(), s);
+  EXPECT_EQ(Json::parse(R"("\"\\\/\b\f\n\r\t")").as_string(), "\"\\/\b\f\n\r\t");
+}
+
+TEST(Json, UnicodeEscapes) {
+  EXPECT_EQ(Json::parse(R"("\u0041")").as_string(), "A");
+  EXPECT_EQ(Json::parse(R"("\u00e9")").as_string(), "\xc3\xa9");
+  EXPECT_EQ(Json::parse(R"("\u20AC")").as_string(), "\xe2\x82\xac");
+  EXPECT_EQ(Json::parse(R"("\uFFFF")").as_string(), "\xef\xbf\xbf");
+  EXPECT_EQ(Json::parse(R"("\ud83d\ude00")").as_string(), "\xf0\x9f\x98\x80");
+  EXPECT_EQ(Json::parse(R"("a\u0000b")").as_string(), std::string("a\0b", 3));
+  // Raw UTF-8 passes through both ways.
+  EXPECT_EQ(Json::parse(Json("\xe2\x82\xac").dump()).as_string(), "\xe2\x82\xac");
+}
+
+TEST(Json, Numbers) {
+  EXPECT_EQ(Json::parse("0").as_number(), 0.0);
+  EXPECT_EQ(Json::parse("-7").as_number(), -7.0);
+  EXPECT_EQ(Json::parse("-0.5e-3").as_number(), -0.5e-3);
+  EXPECT_EQ(Json::parse("1E+2").as_number(), 100.0);
+  EXPECT_EQ(Json::parse("2.5e2").as_number(), 250.0);
+  EXPECT_EQ(Json::parse("9007199254740993").as_number(), 9007199254740992.0);  // nearest double
+  EXPECT_TRUE(std::signbit(Json::parse("-0").as_number()));
+
+  // Integers print without an exponent or a fraction.
+  EXPECT_EQ(Json(42).dump(), "42");
+  EXPECT_EQ(Json(-42.0).dump(), "-42");
+  EXPECT_EQ(Json(1e17).dump(), "100000000000000000");
+  EXPECT_EQ(Json(9007199254740992.0).dump(), "9007199254740992");
+  EXPECT_EQ(Json(0.512).dump(), "0.512");
+  EXPECT_EQ(Json(-0.0).dump(), "-0");
+  EXPECT_EQ(Json(std::nan("")).dump(), "null");
+
+  std::mt19937_64 rng(7);
+  std::vector<double> values = {0.1,      1.0 / 3.0, -2.5e-300, 1.7976931348623157e308,
+                                4.9e-324, 1e300,     -1e22,     123456789.123456789,
+                                5e-7};
+  for (int i = 0; i < 1000; ++i) {
+    std::uint64_t bits = rng();
+    double x;
+    std::memcpy(&x, &bits, sizeof(x));
+    if (std::isfinite(x)) values.push_back(x);
+  }
+  for (const double x : values) {
+    const std::string text = Json(x).dump();
+    EXPECT_EQ(Json::parse(text).as_number(), x) << text;
+  }
+}
+
+TEST(Json, Accessors) {
+  Json o = Json::object();
+  o.set("a", 1).set("b", "x").set("a", 2);  // replaces, keeps position
+  EXPECT_EQ(o.size(), 2u);
+  EXPECT_EQ(o.members()[0].first, "a");
+  EXPECT_EQ(o["a"].as_number(), 2.0);
+  EXPECT_EQ(o.find("missing"), nullptr);
+  EXPECT_TRUE(o["missing"].is_null());
+  EXPECT_TRUE(Json(3)["a"].is_null());  // not an object
+  EXPECT_EQ(Json(3).size(), 0u);
+
+  auto expect_invalid = [](auto&& fn) {
+    try {
+      fn();
+      ADD_FAILURE() << "no exception";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::kInvalidArgument) << e.what();
+    }
+  };
+  expect_invalid([&] { (void)o["b"].as_number(); });
+  expect_invalid([&] { (void)o["a"].as_string(); });
+  expect_invalid([&] { (void)o.items(); });
+  expect_invalid([&] { (void)Json().as_bool(); });
+  expect_invalid([&] { Json(1).set("k", 2); });
+  expect_invalid([&] { Json::object().push_back(2); });
+}
+
+TEST(Json, MalformedInputThrowsInvalidArgument) {
+  const std::vector<std::string> bad = {"",
+                                        " ",
+                                        "{",
+                                        "[",
+                                        "[1",
+                                        "[1,",
+                                        "[1,]",
+                                        "[,1]",
+                                        "[1 2]",
+                                        "[1]]",
+                                        "{\"a\"}",
+                                        "{\"a\":}",
+                                        "{\"a\" 1}",
+                                        "{\"a\":1,}",
+                                        "{\"a\":1",
+                                        "{a:1}",
+                                        "{1:1}",
+                                        "\"abc",
+                                        "\"abc\\",
+                                        "\"\\q\"",
+                                        "\"\\x41\"",
+                                        "\"\\u12\"",
+                                        "\"\\u12G4\"",
+                                        "\"\\ud800\"",
+                                        "\"\\ud800\\u0041\"",
+                                        "\"\\udc00\"",
+                                        "\"a\nb\"",
+                                        "\"tab\there\"",
+                                        "01",
+                                        "-01",
+                                        "1.",
+                                        ".5",
+                                        "-",
+                                        "--1",
+                                        "+1",
+                                        "1e",
+                                        "1e+",
+                                        "0x10",
+                                        "1e400",
+                                        "-1e400",
+                                        "NaN",
+                                        "Infinity",
+                                        "-Infinity",
+                                        "tru",
+                                        "nul",
+                                        "True",
+                                        "NULL",
+                                        "'a'",
+                                        "1 2",
+                                        "{} x",
+                                        "[] []",
+                                        "null,",
+                                        std::string("[1]\0", 4),
+                                        "/* c */ 1",
+                                        "\xef\xbb\xbf{}"};
+  for (const std::string& text : bad) {
+    try {
+      Json::parse(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::kInvalidArgument) << text;
+      const std::string what = e.what();
+      EXPECT_NE(what.find("json: "), std::string::npos) << what;
+      EXPECT_NE(what.find(" at offset "), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(Json, ErrorNamesTheOffset) {
+  try {
+    Json::parse("[1, x]");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at offset 4"), std::string::npos) << e.what();
+  }
+  try {
+    Json::parse("{\"a\": 1} junk");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trailing characters at offset 9"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Json, NestingLimit) {
+  auto nested = [](int depth, char open, char close) {
+    return std::string(depth, open) + std::string(depth, close);
+  };
+  EXPECT_NO_THROW(Json::parse(nested(Json::kMaxDepth, '[', ']')));
+  std::string objects;
+  for (int i = 0; i < Json::kMaxDepth; ++i) objects += "{\"k\":";
+  EXPECT_NO_THROW(Json::parse(objects + "1" + std::string(Json::kMaxDepth, '}')));
+  for (const std::string& text : {nested(Json::kMaxDepth + 1, '[', ']'),
+                                  "{\"k\":" + objects + "1" + std::string(Json::kMaxDepth + 1, '}'),
+                                  std::string(100000, '[')}) {
+    try {
+      Json::parse(text);
+      ADD_FAILURE() << "accepted depth " << text.size();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("nesting deeper than 64"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// ---- tuning cache -----------------------------------------------------------------------------
+
+class TuningCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fftconv-tuning-cache-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/cache.json";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  static std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static TuningRecord rec(const std::string& device, const std::string& key,
+                          const std::string& choice, double ms) {
+    return TuningRecord{device, key, choice, ms};
+  }
+  // Files in the folder other than the cache itself (temporaries left behind).
+  std::vector<std::string> stray_files() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().string() != path_) out.push_back(e.path().string());
+    }
+    return out;
+  }
+  // A cache file with `entries` (JSON text of the array's elements) and the given header fields.
+  static std::string file_text(const std::string& entries,
+                               const std::string& format = "\"fftconv-tuning-cache\"",
+                               const std::string& version = "1") {
+    return "{\"format\": " + format + ", \"version\": " + version + ", \"entries\": [" + entries +
+           "]}";
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+constexpr char kH200[] = "NVIDIA H200";
+constexpr char kKey[] = "fwd n16c128h56w56k128r45s45p22x22u1x1d1x1g1f32 fft=80x80";
+constexpr char kValidEntry[] =
+    R"({"device": "NVIDIA H200", "key": "k1", "choice": "regtile_4x2", "ms": 0.5})";
+
+TEST_F(TuningCacheTest, StoreThenLookupPersists) {
+  {
+    TuningCache cache(path_);
+    EXPECT_EQ(cache.path(), path_);
+    cache.store(rec(kH200, kKey, "regtile_4x2", 0.512));
+    cache.store(rec(kH200, "k2", "regtile_1x1", 1.0 / 3.0));
+    ASSERT_TRUE(cache.lookup(kH200, kKey).has_value());
+    EXPECT_TRUE(cache.warnings().empty());
+  }
+  TuningCache fresh(path_);
+  const auto r = fresh.lookup(kH200, kKey);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->device, kH200);
+  EXPECT_EQ(r->key, kKey);
+  EXPECT_EQ(r->choice, "regtile_4x2");
+  EXPECT_EQ(r->ms, 0.512);
+  const auto r2 = fresh.lookup(kH200, "k2");
+  ASSERT_TRUE(r2.has_value());
+  EXPECT_EQ(r2->ms, 1.0 / 3.0);  // exact round trip
+  EXPECT_FALSE(fresh.lookup(kH200, "k3").has_value());
+  EXPECT_TRUE(fresh.warnings().empty());
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(TuningCacheTest, WritesTheDocumentedShape) {
+  TuningCache cache(path_);
+  cache.store(rec(kH200, kKey, "regtile_4x2", 0.512));
+  EXPECT_EQ(read_text(path_),
+            "{\n"
+            "  \"format\": \"fftconv-tuning-cache\",\n"
+            "  \"version\": 1,\n"
+            "  \"entries\": [\n"
+            "    {\"device\": \"NVIDIA H200\", \"key\": \"fwd "
+            "n16c128h56w56k128r45s45p22x22u1x1d1x1g1f32 fft=80x80\", \"choice\": \"regtile_4x2\", "
+            "\"ms\": 0.512}\n"
+            "  ]\n"
+            "}\n");
+}
+
+TEST_F(TuningCacheTest, StoreReplaces) {
+  TuningCache cache(path_);
+  cache.store(rec(kH200, kKey, "regtile_4x2", 0.5));
+  cache.store(rec(kH200, kKey, "regtile_2x2", 0.25));
+  EXPECT_EQ(cache.lookup(kH200, kKey)->choice, "regtile_2x2");
+  TuningCache fresh(path_);
+  EXPECT_EQ(fresh.lookup(kH200, kKey)->choice, "regtile_2x2");
+  EXPECT_EQ(Json::parse(read_text(path_))["entries"].size(), 1u);
+}
+
+TEST_F(TuningCacheTest, KeepsOtherDevices) {
+  // Another device's record, written by another machine sharing the file.
+  write_text(path_, file_text(R"({"device": "NVIDIA A100", "key": "k1", "choice": "a", "ms": 2})"));
+  TuningCache cache(path_);
+  EXPECT_FALSE(cache.lookup(kH200, "k1").has_value());
+  cache.store(rec(kH200, "k1", "h", 1.0));
+  EXPECT_EQ(cache.lookup(kH200, "k1")->choice, "h");
+  EXPECT_EQ(cache.lookup("NVIDIA A100", "k1")->choice, "a");
+  EXPECT_FALSE(cache.lookup("NVIDIA B200", "k1").has_value());
+  TuningCache fresh(path_);
+  EXPECT_EQ(fresh.lookup("NVIDIA A100", "k1")->choice, "a");
+  EXPECT_EQ(fresh.lookup(kH200, "k1")->choice, "h");
+  EXPECT_EQ(Json::parse(read_text(path_))["entries"].size(), 2u);
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST_F(TuningCacheTest, MissingFileIsEmpty) {
+  TuningCache cache(path_);
+  EXPECT_FALSE(cache.lookup(kH200, kKey).has_value());
+  EXPECT_TRUE(cache.warnings().empty());
+  EXPECT_FALSE(fs::exists(path_));  // lookups never create the file
+}
+
+TEST_F(TuningCacheTest, EmptyFileIsEmpty) {
+  write_text(path_, "");
+  TuningCache cache(path_);
+  EXPECT_FALSE(cache.lookup(kH200, kKey).has_value());
+  EXPECT_TRUE(cache.warnings().empty());
+  cache.store(rec(kH200, kKey, "c", 1.0));
+  EXPECT_EQ(TuningCache(path_).lookup(kH200, kKey)->choice, "c");
+}
+
+TEST_F(TuningCacheTest, ConstructorTouchesNothing) {
+  TuningCache cache(dir_ + "/no/such/folder/cache.json");
+  EXPECT_TRUE(cache.warnings().empty());
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(TuningCacheTest, CorruptFileIsIgnoredWithOneWarning) {
+  std::mt19937 rng(1234);
+  std::string bytes(4096, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng() & 0xFF);
+  write_text(path_, bytes);
+  TuningCache cache(path_);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(cache.lookup(kH200, kKey).has_value());
+  const auto w = cache.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find(path_), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("not valid JSON"), std::string::npos) << w[0];
+}
+
+TEST_F(TuningCacheTest, TruncatedFileIsIgnoredWithOneWarning) {
+  {
+    TuningCache writer(path_);
+    for (int i = 0; i < 10; ++i) writer.store(rec(kH200, "k" + std::to_string(i), "c", i));
+  }
+  const std::string full = read_text(path_);
+  write_text(path_, full.substr(0, full.size() / 2));
+  TuningCache cache(path_);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(cache.lookup(kH200, "k" + std::to_string(i)).has_value()) << i;
+  }
+  const auto w = cache.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find(path_), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("unexpected end of input"), std::string::npos) << w[0];
+}
+
+TEST_F(TuningCacheTest, ForeignFormatIsIgnored) {
+  for (const std::string& text :
+       {file_text(kValidEntry, "\"someone-elses-cache\""), file_text(kValidEntry, "7"),
+        std::string("{\"version\": 1, \"entries\": [") + kValidEntry + "]}",
+        std::string("[") + kValidEntry + "]"}) {
+    write_text(path_, text);
+    TuningCache cache(path_);
+    EXPECT_FALSE(cache.lookup(kH200, "k1").has_value()) << text;
+    const auto w = cache.warnings();
+    ASSERT_EQ(w.size(), 1u) << text;
+    EXPECT_NE(w[0].find(path_), std::string::npos) << w[0];
+  }
+  write_text(path_, file_text(kValidEntry, "\"someone-elses-cache\""));
+  TuningCache cache(path_);
+  cache.lookup(kH200, "k1");
+  EXPECT_NE(cache.warnings().at(0).find("\"format\""), std::string::npos) << cache.warnings()[0];
+}
+
+TEST_F(TuningCacheTest, WrongVersionIsIgnored) {
+  for (const std::string version : {"2", "0", "1.5", "\"1\"", "null"}) {
+    write_text(path_, file_text(kValidEntry, "\"fftconv-tuning-cache\"", version));
+    TuningCache cache(path_);
+    EXPECT_FALSE(cache.lookup(kH200, "k1").has_value()) << version;
+    const auto w = cache.warnings();
+    ASSERT_EQ(w.size(), 1u) << version;
+    EXPECT_NE(w[0].find("\"version\""), std::string::npos) << w[0];
+    EXPECT_NE(w[0].find(path_), std::string::npos) << w[0];
+  }
+  // The valid baseline: the same file with version 1 is read.
+  write_text(path_, file_text(kValidEntry));
+  TuningCache cache(path_);
+  EXPECT_EQ(cache.lookup(kH200, "k1")->choice, "regtile_4x2");
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST_F(TuningCacheTest, MalformedEntriesAreSkipped) {
+  write_text(path_,
+             file_text(std::string(kValidEntry) + ",\n" +
+                       R"({"device": 1, "key": "k2", "choice": "x", "ms": 1},)"
+                       R"({"device": "NVIDIA H200", "key": "k3"},)"
+                       R"({"device": "NVIDIA H200", "key": "k4", "choice": "x", "ms": "1"},)"
+                       R"({"device": "NVIDIA H200", "key": "k5", "choice": 5, "ms": 1},)"
+                       R"("k6", null, [1, 2],)"
+                       R"({"device": "NVIDIA H200", "key": "k7", "choice": "ok", "ms": 7})"));
+  TuningCache cache(path_);
+  EXPECT_EQ(cache.lookup(kH200, "k1")->choice, "regtile_4x2");
+  EXPECT_EQ(cache.lookup(kH200, "k7")->choice, "ok");
+  for (const char* key : {"k2", "k3", "k4", "k5", "k6"}) {
+    EXPECT_FALSE(cache.lookup(kH200, key).has_value()) << key;
+  }
+  const auto w = cache.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find(path_), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("skipped 7 malformed entries"), std::string::npos) << w[0];
+}
+
+TEST_F(TuningCacheTest, StoreDoesNotOverwriteUnusableFiles) {
+  std::mt19937 rng(99);
+  std::string corrupt(1000, '\0');
+  for (char& c : corrupt) c = static_cast<char>(rng() & 0xFF);
+  for (const std::string& original :
+       {corrupt, file_text(kValidEntry, "\"other\""),
+        file_text(kValidEntry, "\"fftconv-tuning-cache\"", "2"),
+        std::string("{\"format\": \"fftconv-tuning-cache\", \"version\": 1}")}) {
+    write_text(path_, original);
+    TuningCache cache(path_);
+    EXPECT_NO_THROW(cache.store(rec(kH200, kKey, "mine", 1.0)));
+    EXPECT_NO_THROW(cache.store(rec(kH200, "k2", "mine2", 2.0)));
+    EXPECT_EQ(read_text(path_), original);  // bytes unchanged
+    // This process still gets what it stored.
+    EXPECT_EQ(cache.lookup(kH200, kKey)->choice, "mine");
+    EXPECT_EQ(cache.lookup(kH200, "k2")->choice, "mine2");
+    const auto w = cache.warnings();
+    ASSERT_EQ(w.size(), 2u);  // what is wrong with the file; that it is kept
+    EXPECT_NE(w[1].find("not overwriting"), std::string::npos) << w[1];
+    EXPECT_NE(w[1].find(path_), std::string::npos) << w[1];
+    EXPECT_TRUE(stray_files().empty());
+  }
+}
+
+TEST_F(TuningCacheTest, KeptResultsAreWrittenOnceTheFileIsUsable) {
+  write_text(path_, "garbage");
+  TuningCache cache(path_);
+  cache.store(rec(kH200, "k1", "a", 1.0));
+  EXPECT_EQ(read_text(path_), "garbage");
+  fs::remove(path_);  // the user deletes the bad file
+  cache.store(rec(kH200, "k2", "b", 2.0));
+  TuningCache fresh(path_);
+  EXPECT_EQ(fresh.lookup(kH200, "k1")->choice, "a");
+  EXPECT_EQ(fresh.lookup(kH200, "k2")->choice, "b");
+}
+
+TEST_F(TuningCacheTest, UnwritablePathWarnsAndDoesNotThrow) {
+  const std::string path = dir_ + "/missing-folder/cache.json";
+  TuningCache cache(path);
+  EXPECT_NO_THROW(cache.store(rec(kH200, kKey, "c", 1.0)));
+  EXPECT_EQ(cache.lookup(kH200, kKey)->choice, "c");  // kept in memory
+  const auto w = cache.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find(path), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("cannot write"), std::string::npos) << w[0];
+  EXPECT_FALSE(fs::exists(dir_ + "/missing-folder"));
+  // A path that is a folder is neither read nor replaced.
+  TuningCache folder(dir_);
+  EXPECT_NO_THROW(folder.store(rec(kH200, kKey, "c", 1.0)));
+  EXPECT_TRUE(fs::is_directory(dir_));
+  EXPECT_FALSE(folder.warnings().empty());
+}
+
+TEST_F(TuningCacheTest, NonFiniteTimesAreNotStored) {
+  TuningCache cache(path_);
+  cache.store(rec(kH200, kKey, "c", std::nan("")));
+  cache.store(rec(kH200, kKey, "c", INFINITY));
+  EXPECT_FALSE(cache.lookup(kH200, kKey).has_value());
+  EXPECT_FALSE(fs::exists(path_));
+  EXPECT_EQ(cache.warnings().size(), 2u);
+}
+
+TEST_F(TuningCacheTest, RereadsWhenTheFileChanges) {
+  TuningCache reader(path_);
+  TuningCache writer(path_);
+  EXPECT_FALSE(reader.lookup(kH200, kKey).has_value());
+  writer.store(rec(kH200, kKey, "first", 1.0));
+  EXPECT_EQ(reader.lookup(kH200, kKey)->choice, "first");
+  writer.store(rec(kH200, kKey, "second", 1.0));  // a new size
+  EXPECT_EQ(reader.lookup(kH200, kKey)->choice, "second");
+  // The same size: the modification time tells, once the clock has ticked (file times advance in
+  // kernel ticks of a few milliseconds).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  writer.store(rec(kH200, kKey, "third!", 1.0));
+  EXPECT_EQ(reader.lookup(kH200, kKey)->choice, "third!");
+  fs::remove(path_);
+  EXPECT_FALSE(reader.lookup(kH200, kKey).has_value());
+  EXPECT_TRUE(reader.warnings().empty());
+}
+
+TEST_F(TuningCacheTest, OneInstancePerPath) {
+  TuningCache& a = tuning_cache(path_);
+  TuningCache& b = tuning_cache(path_);
+  TuningCache& c = tuning_cache(path_ + ".other");
+  EXPECT_EQ(&a, &b);
+  EXPECT_NE(&a, &c);
+  EXPECT_EQ(a.path(), path_);
+  std::vector<std::thread> threads;
+  std::vector<TuningCache*> seen(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] { seen[i] = &tuning_cache(dir_ + "/shared.json"); });
+  }
+  for (auto& t : threads) t.join();
+  for (TuningCache* p : seen) EXPECT_EQ(p, seen[0]);
+}
+
+TEST_F(TuningCacheTest, PathFromEnvironment) {
+  const char* old = std::getenv("FFTCONV_TUNING_CACHE");
+  const std::string saved = old ? old : "";
+  unsetenv("FFTCONV_TUNING_CACHE");
+  EXPECT_EQ(tuning_cache_path_from_env(), "");
+  setenv("FFTCONV_TUNING_CACHE", "", 1);
+  EXPECT_EQ(tuning_cache_path_from_env(), "");
+  setenv("FFTCONV_TUNING_CACHE", path_.c_str(), 1);
+  EXPECT_EQ(tuning_cache_path_from_env(), path_);
+  if (old) {
+    setenv("FFTCONV_TUNING_CACHE", saved.c_str(), 1);
+  } else {
+    unsetenv("FFTCONV_TUNING_CACHE");
+  }
+}
+
+TEST_F(TuningCacheTest, ConcurrentStoresAndLookups) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 50;
+  auto key = [](int t, int i) { return "t" + std::to_string(t) + "/r" + std::to_string(i); };
+  auto choice = [](int t, int i) { return "c" + std::to_string(t * 1000 + i); };
+  TuningCache cache(path_);
+  // A second instance reads the same file concurrently, as another process would: thanks to the
+  // atomic rename it never sees a partial file.
+  TuningCache reader(path_);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        cache.store(rec(kH200, key(t, i), choice(t, i), t + i / 64.0));
+        const int other = (t + 1) % kThreads;
+        for (TuningCache* c : {&cache, &reader}) {
+          const auto r = c->lookup(kH200, key(other, i));
+          if (r && (r->choice != choice(other, i) || r->ms != other + i / 64.0)) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_TRUE(cache.warnings().empty());
+  EXPECT_TRUE(reader.warnings().empty());
+
+  TuningCache fresh(path_);
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const auto r = fresh.lookup(kH200, key(t, i));
+      ASSERT_TRUE(r.has_value()) << key(t, i);
+      EXPECT_EQ(r->choice, choice(t, i));
+      EXPECT_EQ(r->ms, t + i / 64.0);
+    }
+  }
+  const Json doc = Json::parse(read_text(path_));
+  EXPECT_EQ(doc["entries"].size(), static_cast<std::size_t>(kThreads * kPerThread));
+  EXPECT_TRUE(fresh.warnings().empty());
+  EXPECT_TRUE(stray_files().empty());
+}
+
+}  // namespace
+}  // namespace fftconv::detail

@@ -1,0 +1,165 @@
+// Autotuning at plan time and the persistent tuning cache, end to end on the device.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gpu_test_util.h"
+#include "tuning/gemm_select.h"
+#include "tuning/heuristics.h"
+#include "tuning/tuning_cache.h"
+
+namespace fftconv::gputest {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/fftconv_tuning_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+ConvDesc dense_desc() {
+  ConvDesc d;
+  d.n = 4; d.c = 32; d.h = 24; d.w = 24; d.k = 32; d.r = 9; d.s = 9; d.pad_h = 4; d.pad_w = 4;
+  return d;
+}
+
+std::string cache_key(const ConvDesc& d) {
+  const detail::FftGeometry g = detail::choose_fft_geometry(d);
+  return "fwd " + d.to_string() + " fft=" + std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w);
+}
+
+TEST(Tuning, AutotuneStoresThenHitsTheCache) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  const ConvDesc d = dense_desc();
+  const Problem p(d, 31, true);
+  Options o;
+  o.algo = Algo::kFft;
+  o.tuning = Tuning::kAutotune;
+  o.tuning_cache = path;
+  const RunResult first = run_forward(p, o);
+  EXPECT_NE(first.info.reason.find("autotuned"), std::string::npos) << first.info.reason;
+  EXPECT_TRUE(first.err.pass(1e-5)) << first.err.to_string();
+  ASSERT_TRUE(fs::exists(path));
+  auto rec = detail::TuningCache(path).lookup(detail::tuning_device_name(), cache_key(d));
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->choice, first.info.gemm);
+  const RunResult second = run_forward(p, o);
+  EXPECT_NE(second.info.reason.find("from tuning cache"), std::string::npos) << second.info.reason;
+  EXPECT_EQ(second.info.gemm, first.info.gemm);
+  EXPECT_TRUE(second.err.pass(1e-5));
+}
+
+TEST(Tuning, ExhaustiveAlsoTimesCublasAndKeepsItsOwnEntry) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  const ConvDesc d = dense_desc();
+  const Problem p(d, 32, false);
+  Options o;
+  o.algo = Algo::kFft;
+  o.tuning = Tuning::kExhaustive;
+  o.tuning_cache = path;
+  const RunResult r = run_forward(p, o);
+  EXPECT_TRUE(r.err.pass(1e-5)) << r.err.to_string() << " " << r.describe;
+  EXPECT_NE(r.info.reason.find("autotuned over 23 candidates"), std::string::npos)
+      << r.info.reason;
+  detail::TuningCache cache(path);
+  EXPECT_TRUE(cache.lookup(detail::tuning_device_name(), cache_key(d) + " exhaustive").has_value());
+  EXPECT_FALSE(cache.lookup(detail::tuning_device_name(), cache_key(d)).has_value());
+}
+
+TEST(Tuning, CandidateTimingsCoverEveryPath) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = dense_desc();
+  const detail::CgemmProblem p = detail::forward_gemm_problem(d, detail::choose_fft_geometry(d));
+  std::vector<const detail::CgemmKernel*> all;
+  for (const auto& k : detail::cgemm_kernels()) all.push_back(&k);
+  const auto times = detail::time_cgemm_candidates(p, all, 3);
+  ASSERT_EQ(times.size(), all.size());
+  for (const auto& t : times) {
+    EXPECT_TRUE(std::isfinite(t.ms) && t.ms > 0.0) << t.kernel->name;
+  }
+}
+
+TEST(Tuning, CorruptCacheIsIgnoredAndLeftAlone) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  const std::string garbage = "{\"format\": \"fftconv-tuning-cache\", \"version\": 1, \"entr";
+  std::ofstream(path) << garbage;
+  const ConvDesc d = dense_desc();
+  const Problem p(d, 33, false);
+  Options o;
+  o.algo = Algo::kFft;
+  o.tuning = Tuning::kAutotune;
+  o.tuning_cache = path;
+  const RunResult r = run_forward(p, o);
+  EXPECT_TRUE(r.err.pass(1e-5));
+  EXPECT_NE(r.info.reason.find("autotuned"), std::string::npos) << r.info.reason;
+  std::ifstream in(path);
+  const std::string after((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, garbage) << "a corrupt cache must not be overwritten";
+  EXPECT_FALSE(detail::tuning_cache(path).warnings().empty());
+}
+
+TEST(Tuning, UnknownKernelInCacheIsRetuned) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  const ConvDesc d = dense_desc();
+  detail::TuningCache(path).store({detail::tuning_device_name(), cache_key(d), "regtile_99x99", 0.1});
+  const Problem p(d, 34, false);
+  Options o;
+  o.algo = Algo::kFft;
+  o.tuning = Tuning::kAutotune;
+  o.tuning_cache = path;
+  const RunResult r = run_forward(p, o);
+  EXPECT_TRUE(r.err.pass(1e-5));
+  EXPECT_NE(r.info.gemm, "regtile_99x99");
+  EXPECT_NE(r.info.reason.find("autotuned"), std::string::npos) << r.info.reason;
+}
+
+TEST(Tuning, SeveralThreadsTuneAtOnce) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  ConvDesc d1 = dense_desc(), d2 = dense_desc();
+  d2.k = 16;
+  const Problem p1(d1, 35, true), p2(d2, 36, true);
+  constexpr int kThreads = 6;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        Options o;
+        o.algo = Algo::kFft;
+        o.tuning = Tuning::kAutotune;
+        o.tuning_cache = path;
+        const RunResult r = run_forward(t % 2 ? p1 : p2, o);
+        if (!r.err.pass(1e-5)) failures[t] = r.err.to_string();
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
+  detail::TuningCache fresh(path);
+  EXPECT_TRUE(fresh.lookup(detail::tuning_device_name(), cache_key(d1)).has_value());
+  EXPECT_TRUE(fresh.lookup(detail::tuning_device_name(), cache_key(d2)).has_value());
+  EXPECT_TRUE(fresh.warnings().empty());
+}
+
+}  // namespace
+}  // namespace fftconv::gputest
