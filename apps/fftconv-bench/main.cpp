@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fftconv/fftconv.hpp"
+#include "geometry/fft_geometry.h"
 #include "reference/reference.h"
 #include "testing/testing.h"
 
@@ -46,6 +47,7 @@ struct Config {
   Algo algo = Algo::kAuto;
   std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
   bool stages = false;
+  std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
   std::string tuning_cache;
   std::string command;
@@ -67,6 +69,7 @@ struct Row {
   double regret = NAN;        // chosen own tiling's time / best own tiling's time
   double gemm_best_ms = NAN, cublas_best_ms = NAN;
   std::vector<fftconv::StageTime> stages;  // --stages: the engine's stages
+  std::vector<std::pair<std::string, double>> fft_sizes_ms;  // --fft all: time per FFT size
   double gemm_flops = 0.0, gemm_min_bytes = 0.0;
 };
 
@@ -86,6 +89,7 @@ struct Row {
       "  --gemm NAME|all   FFT path: force a GEMM tiling, or (all) time every tiling and cuBLAS\n"
       "                    path on rows the engine runs through the FFT, with the heuristic's\n"
       "                    regret (its tiling's time / the best own tiling's time)\n"
+      "  --fft HxW|all     FFT path: force the FFT size, or (all) time the first candidate sizes\n"
       "  --stages          time every stage of the engine (pad, r2c, gemm, c2r, clip); GEMM GFLOP/s\n"
       "  --tuning MODE     heuristic (default), autotune or exhaustive GEMM choice at plan time\n"
       "  --tuning-cache F  tuning cache file for autotune/exhaustive (default $FFTCONV_TUNING_CACHE)\n"
@@ -167,6 +171,8 @@ Config parse_args(int argc, char** argv) {
       c.warmup = static_cast<int>(integer(a, value(i)));
     } else if (a == "--gemm") {
       c.gemm = value(i);
+    } else if (a == "--fft") {
+      c.fft = value(i);
     } else if (a == "--stages") {
       c.stages = true;
     } else if (a == "--tuning") {
@@ -338,6 +344,13 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
         << r.gemm << "\", \"workspace_bytes\": " << r.workspace_bytes
         << ", \"floor_ms\": " << jnum(r.floor_ms) << ", \"status\": \"" << json_escape(r.status)
         << "\", \"reason\": \"" << json_escape(r.reason) << "\"";
+    if (!r.fft_sizes_ms.empty()) {
+      out << ", \"fft_sizes_ms\": {";
+      for (std::size_t k = 0; k < r.fft_sizes_ms.size(); ++k) {
+        out << (k ? ", " : "") << "\"" << r.fft_sizes_ms[k].first << "\": " << jnum(r.fft_sizes_ms[k].second);
+      }
+      out << "}";
+    }
     if (!r.stages.empty()) {
       out << ", \"stages_ms\": {";
       for (std::size_t k = 0; k < r.stages.size(); ++k) {
@@ -399,6 +412,15 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
   engine.tuning = cfg.tuning;
   engine.tuning_cache = cfg.tuning_cache;
   if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
+  if (!cfg.fft.empty() && cfg.fft != "all") {
+    long long fh = 0, fw = 0;
+    if (std::sscanf(cfg.fft.c_str(), "%lldx%lld", &fh, &fw) != 2) {
+      r.status = "error: --fft expects HxW or all";
+      return r;
+    }
+    engine.fft_h = fh;
+    engine.fft_w = fw;
+  }
   try {
     const Timed t = time_plan(d, engine, in, cfg, stream, cfg.stages);
     r.stages = t.stages;
@@ -443,6 +465,29 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
       o.algo = Algo::kFft;
       r.fft_ms = time_plan(d, o, in, cfg, stream).ms;
     } catch (const std::exception&) {
+    }
+  }
+  if (cfg.fft == "all" && r.algo == "fft") {
+    // The first candidate sizes on each axis, with the heuristic's GEMM for each.
+    constexpr std::size_t kSizesPerAxis = 4;
+    auto hs = fftconv::detail::fft_size_candidates(fftconv::detail::min_fft_h(d));
+    auto ws = fftconv::detail::fft_size_candidates(fftconv::detail::min_fft_w(d));
+    hs.resize(std::min(hs.size(), kSizesPerAxis));
+    ws.resize(std::min(ws.size(), kSizesPerAxis));
+    for (std::int64_t fh : hs) {
+      for (std::int64_t fw : ws) {
+        if (d.h == d.w && d.pad_h == d.pad_w && d.r == d.s && fh != fw) continue;  // square: diagonal
+        Options o;
+        o.algo = Algo::kFft;
+        o.fft_h = fh;
+        o.fft_w = fw;
+        double ms = NAN;
+        try {
+          ms = time_plan(d, o, in, cfg, stream).ms;
+        } catch (const std::exception&) {
+        }
+        r.fft_sizes_ms.emplace_back(std::to_string(fh) + "x" + std::to_string(fw), ms);
+      }
     }
   }
   if (cfg.gemm == "all" && r.algo == "fft") {
@@ -560,6 +605,11 @@ int main(int argc, char** argv) {
       std::printf("\n  best own %s %s ms, best cublas %s %s ms, heuristic regret %s\n",
                   r.gemm_best.c_str(), fmt(r.gemm_best_ms).c_str(), r.cublas_best.c_str(),
                   fmt(r.cublas_best_ms).c_str(), fmt(r.regret, "%.3f").c_str());
+    }
+    if (!r.fft_sizes_ms.empty()) {
+      std::printf("  fft sizes (ms):");
+      for (const auto& f : r.fft_sizes_ms) std::printf(" %s=%s", f.first.c_str(), fmt(f.second).c_str());
+      std::printf("\n");
     }
     if (!r.stages.empty()) {
       std::printf("  stages (ms):");

@@ -57,6 +57,9 @@ struct Options {
   /// empty: chosen per `tuning`.
   std::string gemm_kernel;
   Tuning tuning = Tuning::kHeuristic;
+  /// FFT path only: force the FFT size (both > 0, each at least the exact circular period of the
+  /// problem); 0 x 0: chosen by the cost model.
+  std::int64_t fft_h = 0, fft_w = 0;
   /// Persistent tuning cache (JSON) used by kAutotune / kExhaustive: a hit skips the timing, a
   /// miss stores the winner. Empty: the file named by $FFTCONV_TUNING_CACHE, or no cache.
   std::string tuning_cache;

@@ -98,6 +98,18 @@ void check_options(const Options& o) {
   }
 }
 
+detail::FftGeometry fft_geometry(const ConvDesc& d, const Options& o) {
+  if (o.fft_h == 0 && o.fft_w == 0) return detail::choose_fft_geometry(d);
+  const std::int64_t min_h = detail::min_fft_h(d), min_w = detail::min_fft_w(d);
+  if (o.fft_h < min_h || o.fft_w < min_w) {
+    throw Error(Status::kInvalidArgument,
+                "Options FFT size " + std::to_string(o.fft_h) + "x" + std::to_string(o.fft_w) +
+                    " is below the exact minimum " + std::to_string(min_h) + "x" +
+                    std::to_string(min_w) + " of " + d.to_string());
+  }
+  return detail::make_fft_geometry(d, o.fft_h, o.fft_w);
+}
+
 std::unique_ptr<detail::ConvAlgo> build_fft(const ConvDesc& d, const Options& o,
                                             const detail::FftGeometry& g) {
   const detail::Support s = detail::FftFullAlgo::can_implement(d, o, g);
@@ -119,7 +131,7 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
 
   switch (options.algo) {
     case Algo::kFft:
-      p.algo = build_fft(desc, options, detail::choose_fft_geometry(desc));
+      p.algo = build_fft(desc, options, fft_geometry(desc, options));
       reason = "requested";
       break;
     case Algo::kCudnn:
@@ -127,7 +139,7 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
       reason = "requested";
       break;
     case Algo::kAuto: {
-      const detail::FftGeometry g = detail::choose_fft_geometry(desc);
+      const detail::FftGeometry g = fft_geometry(desc, options);
       const detail::AlgoEstimate est = detail::compare_fft_direct(desc, g);
       const detail::Support fft_ok = detail::FftFullAlgo::can_implement(desc, options, g);
       const detail::Support dnn_ok = detail::cudnn_can_implement(desc);

@@ -191,6 +191,28 @@ TEST(Runtime, AllPaddingOutputIsZero) {
   }
 }
 
+TEST(Runtime, ForcedFftSizeIsUsedAndChecked) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();  // exact minimum 44x33
+  const Problem p(d, 17, true);
+  Options o;
+  o.algo = Algo::kFft;
+  o.fft_h = 45;  // odd and not the cost model's choice
+  o.fft_w = 37;  // prime: cuFFT's general path
+  const RunResult r = run_forward(p, o);
+  EXPECT_EQ(r.info.fft_h, 45);
+  EXPECT_EQ(r.info.fft_w, 37);
+  EXPECT_TRUE(r.err.pass(1e-5)) << r.err.to_string();
+  o.fft_h = 43;
+  try {
+    Plan plan(d, o);
+    FAIL() << "43 is below the exact period";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("44x33"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Runtime, UnknownGemmKernelIsRejected) {
   FFTCONV_REQUIRE_GPU();
   Options o;
