@@ -1,6 +1,12 @@
 #include "algos/fft_full.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
 #include "core/check.h"
+#include "stages/fill.h"
+#include "tuning/tuning_cache.h"
 #include "stages/stages.h"
 #include "tuning/gemm_select.h"
 #include "tuning/heuristics.h"
@@ -97,6 +103,98 @@ void FftFullAlgo::forward(const FwdArgs& a, cudaStream_t stream, StageMarks* mar
   clip.scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
   launch_clip(clip, d_.dtype, g_, stream);
   if (marks) marks->mark("clip", stream);
+}
+
+namespace {
+// Sizes timed by the FFT-size autotune: the cost model's ranking is rarely off by more than this.
+constexpr std::size_t kFftSizeCandidates = 3;
+constexpr int kFftSizeRuns = 3;
+
+struct Scratch {
+  void* ptr = nullptr;
+  explicit Scratch(std::size_t bytes) {
+    if (bytes) FFTCONV_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  }
+  ~Scratch() {
+    if (ptr) cudaFree(ptr);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+std::string size_name(const FftGeometry& g) {
+  return std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w);
+}
+}  // namespace
+
+FftGeometry FftFullAlgo::tune_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
+  const std::string path = o.tuning_cache.empty() ? tuning_cache_path_from_env() : o.tuning_cache;
+  const std::string device = tuning_device_name();
+  const std::string key = "fwd " + d.to_string() + " fft-size";
+  if (!path.empty()) {
+    if (auto hit = tuning_cache(path).lookup(device, key)) {
+      long long fh = 0, fw = 0;
+      if (std::sscanf(hit->choice.c_str(), "%lldx%lld", &fh, &fw) == 2 && fh >= min_fft_h(d) &&
+          fw >= min_fft_w(d)) {
+        if (reason) *reason = "fft size from tuning cache " + path;
+        return make_fft_geometry(d, fh, fw);
+      }
+      std::fprintf(stderr, "fftconv: warning: tuning cache %s has an unusable FFT size '%s'; retuning\n",
+                   path.c_str(), hit->choice.c_str());
+    }
+  }
+  const std::vector<FftGeometry> candidates = ranked_fft_geometries(d, kFftSizeCandidates);
+  const std::size_t es = dtype_size(d.dtype);
+  Scratch x(es * d.x_elems()), w(es * d.w_elems()), y(es * d.y_elems());
+  launch_fill_uniform(x.ptr, d.x_elems(), d.dtype, 21, nullptr);
+  launch_fill_uniform(w.ptr, d.w_elems(), d.dtype, 22, nullptr);
+  Options heuristic = o;
+  heuristic.tuning = Tuning::kHeuristic;
+  cudaEvent_t start, stop;
+  FFTCONV_CUDA_CHECK(cudaEventCreate(&start));
+  FFTCONV_CUDA_CHECK(cudaEventCreate(&stop));
+  double best_ms = std::numeric_limits<double>::infinity();
+  FftGeometry best = candidates.front();
+  std::string timings;
+  try {
+    for (const FftGeometry& g : candidates) {
+      if (!can_implement(d, o, g).ok()) continue;
+      FftFullAlgo algo(d, heuristic, g);
+      Scratch ws(algo.workspace_size());
+      const FwdArgs args{x.ptr, w.ptr, nullptr, y.ptr, ws.ptr};
+      algo.forward(args, nullptr, nullptr);  // warm-up
+      std::vector<float> ms;
+      for (int i = 0; i < kFftSizeRuns; ++i) {
+        FFTCONV_CUDA_CHECK(cudaEventRecord(start, nullptr));
+        algo.forward(args, nullptr, nullptr);
+        FFTCONV_CUDA_CHECK(cudaEventRecord(stop, nullptr));
+        FFTCONV_CUDA_CHECK(cudaEventSynchronize(stop));
+        float e = 0.0f;
+        FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&e, start, stop));
+        ms.push_back(e);
+      }
+      std::sort(ms.begin(), ms.end());
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%s%s %.4f ms", timings.empty() ? "" : ", ",
+                    size_name(g).c_str(), ms[ms.size() / 2]);
+      timings += buf;
+      if (ms[ms.size() / 2] < best_ms) {
+        best_ms = ms[ms.size() / 2];
+        best = g;
+      }
+    }
+  } catch (...) {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (!path.empty() && best_ms < std::numeric_limits<double>::infinity()) {
+    tuning_cache(path).store({device, key, size_name(best), best_ms});
+  }
+  if (reason) *reason = "fft size autotuned [" + timings + "]";
+  return best;
 }
 
 void FftFullAlgo::fill_info(PlanInfo& info) const {

@@ -22,6 +22,11 @@ class FftFullAlgo final : public ConvAlgo {
   void forward(const FwdArgs& args, cudaStream_t stream, StageMarks* marks) override;
   void fill_info(PlanInfo& info) const override;
 
+  /// Tuning::kAutotune / kExhaustive: times the forward pass at the cost model's best few FFT
+  /// sizes (heuristic GEMM, random data) and returns the fastest, through the tuning cache.
+  /// Allocates and synchronises: plan time only. `reason` says how the size was chosen.
+  static FftGeometry tune_geometry(const ConvDesc& d, const Options& o, std::string* reason);
+
   /// Bytes of the two spectrum buffers (input+filter planes, output planes).
   static std::size_t spectrum_bytes(const ConvDesc& d, const FftGeometry& g);
 

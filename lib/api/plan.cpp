@@ -98,8 +98,12 @@ void check_options(const Options& o) {
   }
 }
 
-detail::FftGeometry fft_geometry(const ConvDesc& d, const Options& o) {
-  if (o.fft_h == 0 && o.fft_w == 0) return detail::choose_fft_geometry(d);
+detail::FftGeometry fft_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
+  if (o.fft_h == 0 && o.fft_w == 0) {
+    if (o.tuning != Tuning::kHeuristic) return detail::FftFullAlgo::tune_geometry(d, o, reason);
+    return detail::choose_fft_geometry(d);
+  }
+  if (reason) *reason = "fft size forced by options";
   const std::int64_t min_h = detail::min_fft_h(d), min_w = detail::min_fft_w(d);
   if (o.fft_h < min_h || o.fft_w < min_w) {
     throw Error(Status::kInvalidArgument,
@@ -130,21 +134,29 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
   std::string reason;
 
   switch (options.algo) {
-    case Algo::kFft:
-      p.algo = build_fft(desc, options, fft_geometry(desc, options));
-      reason = "requested";
+    case Algo::kFft: {
+      std::string size_reason;
+      p.algo = build_fft(desc, options, fft_geometry(desc, options, &size_reason));
+      reason = "requested" + (size_reason.empty() ? "" : "; " + size_reason);
       break;
+    }
     case Algo::kCudnn:
       p.algo = detail::make_cudnn_forward(desc, options);
       reason = "requested";
       break;
     case Algo::kAuto: {
-      const detail::FftGeometry g = fft_geometry(desc, options);
-      const detail::AlgoEstimate est = detail::compare_fft_direct(desc, g);
+      // The estimate decides between FFT and cuDNN first, so a row that runs on cuDNN is never
+      // FFT-size tuned.
+      const detail::FftGeometry model = detail::choose_fft_geometry(desc);
+      const detail::AlgoEstimate est = detail::compare_fft_direct(desc, model);
+      std::string size_reason;
+      const bool tune_size = options.tuning != Tuning::kHeuristic || options.fft_h || options.fft_w;
+      const detail::FftGeometry g =
+          est.prefer_fft && tune_size ? fft_geometry(desc, options, &size_reason) : model;
       const detail::Support fft_ok = detail::FftFullAlgo::can_implement(desc, options, g);
       const detail::Support dnn_ok = detail::cudnn_can_implement(desc);
       const bool want_fft = fft_ok.ok() && (est.prefer_fft || !dnn_ok.ok());
-      reason = "auto: " + est.reason;
+      reason = "auto: " + est.reason + (size_reason.empty() ? "" : "; " + size_reason);
       // Try the preferred algorithm, fall back to the other when it cannot be built.
       for (int attempt = 0; attempt < 2 && !p.algo; ++attempt) {
         const bool fft = (attempt == 0) == want_fft;

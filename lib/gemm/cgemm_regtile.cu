@@ -119,6 +119,8 @@ const std::vector<CgemmKernel>& regtile_kernels() {
       regtile_entry<4, 4>("regtile_4x4"), regtile_entry<8, 4>("regtile_8x4"),
       regtile_entry<1, 8>("regtile_1x8"), regtile_entry<2, 8>("regtile_2x8"),
       regtile_entry<4, 8>("regtile_4x8"), regtile_entry<8, 8>("regtile_8x8"),
+      // A whole 16-image batch per thread: the filter spectra are read once.
+      regtile_entry<16, 1>("regtile_16x1"), regtile_entry<16, 2>("regtile_16x2"),
   };
   return kernels;
 }

@@ -12,11 +12,6 @@ namespace fftconv::detail {
 
 namespace {
 
-// Clip: one warp per output row keeps both the plane reads and the output writes coalesced.
-constexpr int kRowsPerBlock = 8;
-constexpr int kThreadsPerBlock = kRowsPerBlock * 32;
-// Enough blocks to fill an H200 several times over; the kernels loop over the remaining rows.
-constexpr std::int64_t kMaxBlocks = 65535;
 
 struct PadParams {
   PadSegment seg[kMaxPadSegments];
@@ -59,30 +54,31 @@ __global__ void __launch_bounds__(kPadThreads) pad_kernel(PadParams p, int chunk
   }
 }
 
+// Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
 template <typename T>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    clip_kernel(ClipArgs a, std::int64_t fft_h, std::int64_t fft_w, std::int64_t pitch) {
+__global__ void __launch_bounds__(kPadThreads)
+    clip_kernel(ClipArgs a, std::int64_t fft_h, std::int64_t fft_w, std::int64_t pitch,
+                int chunks_per_plane) {
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
-  const std::int64_t rows = a.planes * a.out_h;
-  const int lane = threadIdx.x & 31;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5); row < rows;
-       row += std::int64_t(gridDim.x) * kRowsPerBlock) {
-    const std::int64_t plane = row / a.out_h;
-    const std::int64_t p = row - plane * a.out_h;
+  const int out_w = static_cast<int>(a.out_w);
+  const int per_plane = static_cast<int>(a.out_h) * out_w;
+  for (std::int64_t block = blockIdx.x; block < a.planes * chunks_per_plane; block += gridDim.x) {
+    const std::int64_t plane = block / chunks_per_plane;
+    const int begin = static_cast<int>(block - plane * chunks_per_plane) * kPadChunk;
+    const int end = min(begin + kPadChunk, per_plane);
     const float b = bias ? to_float(bias[plane % a.k]) : 0.0f;
-    const float* src_row = a.src + (plane * fft_h + clip_source(p, a.stride_h, fft_h)) * pitch;
-    T* dst = y + row * a.out_w;
-    for (std::int64_t q = lane; q < a.out_w; q += 32) {
-      dst[q] = from_float<T>(fmaf(src_row[clip_source(q, a.stride_w, fft_w)], a.scale, b));
+    const float* src = a.src + plane * fft_h * pitch;
+    T* dst = y + plane * per_plane;
+    for (int i = begin + threadIdx.x; i < end; i += kPadThreads) {
+      const int p = i / out_w;
+      const int q = i - p * out_w;
+      const std::int64_t row = clip_source(p, a.stride_h, fft_h);
+      dst[i] = from_float<T>(fmaf(src[row * pitch + clip_source(q, a.stride_w, fft_w)], a.scale, b));
     }
   }
 }
 
-unsigned grid_for_rows(std::int64_t rows) {
-  return static_cast<unsigned>(
-      std::max<std::int64_t>(1, std::min(kMaxBlocks, (rows + kRowsPerBlock - 1) / kRowsPerBlock)));
-}
 
 }  // namespace
 
@@ -111,16 +107,20 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
 }
 
 void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream) {
-  const unsigned grid = grid_for_rows(args.planes * args.out_h);
+  FFTCONV_ASSERT(args.out_h * args.out_w < (std::int64_t{1} << 31), "output plane too large");
+  const int chunks = static_cast<int>((args.out_h * args.out_w + kPadChunk - 1) / kPadChunk);
+  const auto grid =
+      static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
   switch (dtype) {
     case DType::kF32:
-      clip_kernel<float><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch);
+      clip_kernel<float><<<grid, kPadThreads, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch, chunks);
       break;
     case DType::kF16:
-      clip_kernel<__half><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch);
+      clip_kernel<__half><<<grid, kPadThreads, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch, chunks);
       break;
     case DType::kBF16:
-      clip_kernel<__nv_bfloat16><<<grid, kThreadsPerBlock, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch);
+      clip_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch,
+                                                                   chunks);
       break;
   }
   FFTCONV_CHECK_LAUNCH();

@@ -14,9 +14,14 @@ namespace {
 constexpr double kStreamBytesPerUs = 3.0e6;
 // A batched 2D cuFFT of small planes reads and writes its data about twice (row and column passes).
 constexpr double kFftPasses = 2.0;
-// Relative cost of a transform length by radix (pocketfft-style fudge factors): powers of two are
-// cheapest in cuFFT, odd radices cost more per element.
-constexpr double kRadixCost[] = {1.0 /*2*/, 1.15 /*3*/, 1.3 /*5*/, 1.45 /*7*/};
+// Relative cost per element of a transform length, by radix and by how many radices it mixes.
+// Fitted to the FFT-size sweep in data/results/h200/suite-forward.json (fftconv-bench --fft all):
+// cuFFT is fastest on single-radix lengths (photo_blur_rgb_2k: 2187 = 3^7 in 0.55 ms against
+// 0.77 at 2160 = 2^4*3^3*5; multichannel_r45: 81 beats 80), and factors of 7 cost most
+// (replknet_dw31_56: 75 and 80 lose to 72; strided2: 147 = 3*7^2 is 1.9x slower than 144).
+constexpr double kRadixCost[] = {1.0 /*2*/, 1.0 /*3*/, 1.1 /*5*/, 1.4 /*7*/};
+constexpr double kMixedRadixPenalty = 0.15;  // per radix beyond the first
+
 // Sustained rate of the register-tiled per-frequency GEMM, in FLOP per microsecond.
 constexpr double kGemmFlopsPerUs = 10.0e6;
 // Small problems pay about 5 us per stage on the H200 (data/results/h200/suite-forward.json:
@@ -43,18 +48,20 @@ constexpr int kMaxTile = 8;
 
 
 double radix_factor(std::int64_t n) {
-  // Average per-element cost over the prime factors, weighted by how often each occurs.
+  // Weighted mean of the per-radix costs over the prime factors, times the mixing penalty.
   const std::int64_t primes[] = {2, 3, 5, 7};
   double sum = 0.0;
-  int count = 0;
+  int count = 0, distinct = 0;
   for (int i = 0; i < 4; ++i) {
+    distinct += n % primes[i] == 0;
     while (n % primes[i] == 0) {
       n /= primes[i];
       sum += kRadixCost[i];
       ++count;
     }
   }
-  return count ? sum / count : 1.0;
+  if (!count) return 1.0;
+  return (1.0 + kMixedRadixPenalty * (distinct - 1)) * sum / count;
 }
 
 int pow2_ceil(std::int64_t v) {
@@ -115,23 +122,22 @@ double estimate_direct_us(const ConvDesc& d) {
   return flops / (rate * fill) + kLaunchUs;
 }
 
-FftGeometry choose_fft_geometry(const ConvDesc& d) {
-  const auto hs = fft_size_candidates(min_fft_h(d));
-  const auto ws = fft_size_candidates(min_fft_w(d));
-  FftGeometry best;
-  double best_us = std::numeric_limits<double>::infinity();
-  for (std::int64_t fh : hs) {
-    for (std::int64_t fw : ws) {
+std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count) {
+  std::vector<std::pair<double, FftGeometry>> scored;
+  for (std::int64_t fh : fft_size_candidates(min_fft_h(d))) {
+    for (std::int64_t fw : fft_size_candidates(min_fft_w(d))) {
       const FftGeometry g = make_fft_geometry(d, fh, fw);
-      const double us = estimate_fft_us(d, g);
-      if (us < best_us) {
-        best_us = us;
-        best = g;
-      }
+      scored.emplace_back(estimate_fft_us(d, g), g);
     }
   }
-  return best;
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<FftGeometry> out;
+  for (std::size_t i = 0; i < scored.size() && i < count; ++i) out.push_back(scored[i].second);
+  return out;
 }
+
+FftGeometry choose_fft_geometry(const ConvDesc& d) { return ranked_fft_geometries(d, 1).front(); }
 
 const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count) {
   const double want = kMinWaves * std::max(sm_count, 1) * 2048.0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "fftconv/conv_desc.hpp"
 #include "gemm/cgemm.h"
@@ -19,6 +20,8 @@ double estimate_direct_us(const ConvDesc& d);
 
 /// The FFT size with the lowest estimate among fft_size_candidates() on each axis.
 FftGeometry choose_fft_geometry(const ConvDesc& d);
+/// The `count` FFT sizes with the lowest estimates, best first.
+std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count);
 
 /// The per-frequency GEMM of the forward pass for this descriptor and geometry.
 CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g);

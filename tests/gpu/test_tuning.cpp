@@ -36,16 +36,25 @@ std::string cache_key(const ConvDesc& d) {
   return "fwd " + d.to_string() + " fft=" + std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w);
 }
 
+// GEMM tuning at the cost model's FFT size (a forced size is not tuned), so keys are predictable.
+Options gemm_tuning(Tuning t, const std::string& path, const ConvDesc& d) {
+  Options o;
+  o.algo = Algo::kFft;
+  o.tuning = t;
+  o.tuning_cache = path;
+  const detail::FftGeometry g = detail::choose_fft_geometry(d);
+  o.fft_h = g.fft_h;
+  o.fft_w = g.fft_w;
+  return o;
+}
+
 TEST(Tuning, AutotuneStoresThenHitsTheCache) {
   FFTCONV_REQUIRE_GPU();
   TempDir dir;
   const std::string path = (dir.path / "cache.json").string();
   const ConvDesc d = dense_desc();
   const Problem p(d, 31, true);
-  Options o;
-  o.algo = Algo::kFft;
-  o.tuning = Tuning::kAutotune;
-  o.tuning_cache = path;
+  const Options o = gemm_tuning(Tuning::kAutotune, path, d);
   const RunResult first = run_forward(p, o);
   EXPECT_NE(first.info.reason.find("autotuned"), std::string::npos) << first.info.reason;
   EXPECT_TRUE(first.err.pass(1e-5)) << first.err.to_string();
@@ -59,16 +68,42 @@ TEST(Tuning, AutotuneStoresThenHitsTheCache) {
   EXPECT_TRUE(second.err.pass(1e-5));
 }
 
+TEST(Tuning, AutotuneChoosesAndCachesTheFftSize) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  const ConvDesc d = dense_desc();
+  const Problem p(d, 37, true);
+  Options o;
+  o.tuning = Tuning::kAutotune;
+  o.tuning_cache = path;
+  o.algo = Algo::kFft;
+  const RunResult first = run_forward(p, o);
+  EXPECT_NE(first.info.reason.find("fft size autotuned"), std::string::npos) << first.info.reason;
+  EXPECT_TRUE(first.err.pass(1e-5)) << first.err.to_string();
+  const auto rec = detail::TuningCache(path).lookup(detail::tuning_device_name(),
+                                                    "fwd " + d.to_string() + " fft-size");
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->choice, std::to_string(first.info.fft_h) + "x" + std::to_string(first.info.fft_w));
+  // The GEMM was tuned at the chosen size and stored under that size.
+  EXPECT_TRUE(detail::TuningCache(path)
+                  .lookup(detail::tuning_device_name(),
+                          "fwd " + d.to_string() + " fft=" + rec->choice)
+                  .has_value());
+  const RunResult second = run_forward(p, o);
+  EXPECT_NE(second.info.reason.find("fft size from tuning cache"), std::string::npos)
+      << second.info.reason;
+  EXPECT_EQ(second.info.fft_h, first.info.fft_h);
+  EXPECT_TRUE(second.err.pass(1e-5));
+}
+
 TEST(Tuning, ExhaustiveAlsoTimesCublasAndKeepsItsOwnEntry) {
   FFTCONV_REQUIRE_GPU();
   TempDir dir;
   const std::string path = (dir.path / "cache.json").string();
   const ConvDesc d = dense_desc();
   const Problem p(d, 32, false);
-  Options o;
-  o.algo = Algo::kFft;
-  o.tuning = Tuning::kExhaustive;
-  o.tuning_cache = path;
+  const Options o = gemm_tuning(Tuning::kExhaustive, path, d);
   const RunResult r = run_forward(p, o);
   EXPECT_TRUE(r.err.pass(1e-5)) << r.err.to_string() << " " << r.describe;
   EXPECT_NE(r.info.reason.find("autotuned over 23 candidates"), std::string::npos)
@@ -119,10 +154,7 @@ TEST(Tuning, UnknownKernelInCacheIsRetuned) {
   const ConvDesc d = dense_desc();
   detail::TuningCache(path).store({detail::tuning_device_name(), cache_key(d), "regtile_99x99", 0.1});
   const Problem p(d, 34, false);
-  Options o;
-  o.algo = Algo::kFft;
-  o.tuning = Tuning::kAutotune;
-  o.tuning_cache = path;
+  const Options o = gemm_tuning(Tuning::kAutotune, path, d);
   const RunResult r = run_forward(p, o);
   EXPECT_TRUE(r.err.pass(1e-5));
   EXPECT_NE(r.info.gemm, "regtile_99x99");
@@ -142,10 +174,7 @@ TEST(Tuning, SeveralThreadsTuneAtOnce) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       try {
-        Options o;
-        o.algo = Algo::kFft;
-        o.tuning = Tuning::kAutotune;
-        o.tuning_cache = path;
+        const Options o = gemm_tuning(Tuning::kAutotune, path, t % 2 ? d1 : d2);
         const RunResult r = run_forward(t % 2 ? p1 : p2, o);
         if (!r.err.pass(1e-5)) failures[t] = r.err.to_string();
       } catch (const std::exception& e) {
