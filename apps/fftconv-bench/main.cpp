@@ -47,6 +47,7 @@ struct Config {
   Algo algo = Algo::kAuto;
   std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
   bool stages = false;
+  std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
   std::string tuning_cache;
@@ -60,6 +61,8 @@ struct Row {
   double cudnn_ms = NAN, cudnn_tf32_ms = NAN, speedup = NAN;
   std::string cudnn_algo, cudnn_tf32_algo;
   double rel_err = NAN, max_err = NAN;
+  double kept_ms = NAN, kept_rel_err = NAN;  // forward with the filter spectrum kept (set_filter)
+  std::int64_t tiles_h = 1, tiles_w = 1;
   std::string algo, gemm, reason;
   std::int64_t fft_h = 0, fft_w = 0;
   std::size_t workspace_bytes = 0;
@@ -90,6 +93,7 @@ struct Row {
       "                    path on rows the engine runs through the FFT, with the heuristic's\n"
       "                    regret (its tiling's time / the best own tiling's time)\n"
       "  --fft HxW|all     FFT path: force the FFT size, or (all) time the first candidate sizes\n"
+      "  --workspace-limit BYTES  largest workspace the engine may plan for\n"
       "  --stages          time every stage of the engine (pad, r2c, gemm, c2r, clip); GEMM GFLOP/s\n"
       "  --tuning MODE     heuristic (default), autotune or exhaustive GEMM choice at plan time\n"
       "  --tuning-cache F  tuning cache file for autotune/exhaustive (default $FFTCONV_TUNING_CACHE)\n"
@@ -173,6 +177,8 @@ Config parse_args(int argc, char** argv) {
       c.gemm = value(i);
     } else if (a == "--fft") {
       c.fft = value(i);
+    } else if (a == "--workspace-limit") {
+      c.workspace_limit = static_cast<std::size_t>(integer(a, value(i)));
     } else if (a == "--stages") {
       c.stages = true;
     } else if (a == "--tuning") {
@@ -242,8 +248,9 @@ struct Timed {
 };
 
 // Plans (timed on the host) and times forward; leaves the last result in in.y.
+// kept: the filter goes to set_filter() once, forward() gets w == nullptr.
 Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& cfg,
-                cudaStream_t stream, bool stages = false) {
+                cudaStream_t stream, bool stages = false, bool kept = false) {
   Timed t;
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan(d, o);
@@ -252,20 +259,22 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
   t.info = plan.info();
   t.describe = plan.describe();
   ft::DeviceBuffer ws(plan.workspace_size());
+  if (kept) plan.set_filter(in.w[0].get(), stream);
+  auto filter = [&](int c) { return kept ? nullptr : in.w[c].get(); };
   t.ms = ft::median_ms(
       [&](int i) {
         const int c = i % in.copies;
-        plan.forward(in.x[c].get(), in.w[c].get(), in.bias.get(), in.y.get(), ws.get(), ws.bytes(),
+        plan.forward(in.x[c].get(), filter(c), in.bias.get(), in.y.get(), ws.get(), ws.bytes(),
                      stream);
       },
       stream, cfg.warmup, cfg.iters);
   if (stages) {
-    t.stages = plan.profile_forward(in.x[0].get(), in.w[0].get(), in.bias.get(), in.y.get(),
+    t.stages = plan.profile_forward(in.x[0].get(), filter(0), in.bias.get(), in.y.get(),
                                     ws.get(), ws.bytes(), stream, cfg.iters);
   }
   // One more run on copy 0 so in.y holds the result for the inputs the oracle sees.
   in.y.poison();
-  plan.forward(in.x[0].get(), in.w[0].get(), in.bias.get(), in.y.get(), ws.get(), ws.bytes(), stream);
+  plan.forward(in.x[0].get(), filter(0), in.bias.get(), in.y.get(), ws.get(), ws.bytes(), stream);
   ft::cuda_check(cudaStreamSynchronize(stream), "forward");
   return t;
 }
@@ -276,10 +285,11 @@ double floor_ms(const ConvDesc& d, const fftconv::PlanInfo& info) {
   double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;  // direct
   if (info.fft_h > 0) {
     const double n = double(info.fft_h) * info.fft_w;
-    const double planes = double(d.n) * d.c + double(d.k) * d.c_per_group() + double(d.n) * d.k;
+    const double images = double(d.n) * info.tiles_h * info.tiles_w;
+    const double planes = images * d.c + double(d.k) * d.c_per_group() + images * d.k;
     const double bins = double(info.fft_h) * (info.fft_w / 2 + 1);
     flops = planes * 2.5 * n * std::log2(n) +
-            8.0 * bins * d.n * d.k_per_group() * d.c_per_group() * d.groups;
+            8.0 * bins * images * d.k_per_group() * d.c_per_group() * d.groups;
   }
   return 1e3 * std::max(bytes / kCopyBytesPerSec, flops / kFp32FlopsPerSec);
 }
@@ -340,7 +350,9 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
         << jnum(r.cudnn_tf32_ms) << ", \"cudnn_tf32_algo\": \"" << r.cudnn_tf32_algo
         << "\", \"speedup\": " << jnum(r.speedup) << ", \"rel_err\": " << jnum(r.rel_err)
         << ", \"max_err\": " << jnum(r.max_err) << ", \"algo\": \"" << r.algo
-        << "\", \"fft_h\": " << r.fft_h << ", \"fft_w\": " << r.fft_w << ", \"gemm\": \""
+        << "\", \"fft_h\": " << r.fft_h << ", \"fft_w\": " << r.fft_w << ", \"tiles_h\": "
+        << r.tiles_h << ", \"tiles_w\": " << r.tiles_w << ", \"kept_ms\": " << jnum(r.kept_ms)
+        << ", \"kept_rel_err\": " << jnum(r.kept_rel_err) << ", \"gemm\": \""
         << r.gemm << "\", \"workspace_bytes\": " << r.workspace_bytes
         << ", \"floor_ms\": " << jnum(r.floor_ms) << ", \"status\": \"" << json_escape(r.status)
         << "\", \"reason\": \"" << json_escape(r.reason) << "\"";
@@ -375,15 +387,18 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
 }
 
 void print_header() {
-  std::printf("%-24s %-5s %9s %8s %9s %-22s %9s %8s %9s %9s %-6s %-9s %-12s %8s %8s %s\n", "name",
-              "dtype", "engine_ms", "plan_ms", "cudnn_ms", "cudnn_algo", "tf32_ms", "speedup",
-              "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB", "floor_ms", "status");
+  std::printf("%-24s %-5s %9s %8s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s %s\n",
+              "name", "dtype", "engine_ms", "kept_ms", "plan_ms", "cudnn_ms", "cudnn_algo",
+              "tf32_ms", "speedup", "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB",
+              "floor_ms", "status");
 }
 
 void print_row(const Row& r) {
-  const std::string fft = r.fft_h ? std::to_string(r.fft_h) + "x" + std::to_string(r.fft_w) : "-";
-  std::printf("%-24s %-5s %9s %8s %9s %-22s %9s %8s %9s %9s %-6s %-9s %-12s %8s %8s %s\n",
-              r.name.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(), fmt(r.plan_ms, "%.1f").c_str(),
+  std::string fft = r.fft_h ? std::to_string(r.fft_h) + "x" + std::to_string(r.fft_w) : "-";
+  if (r.tiles_h * r.tiles_w > 1) fft += "/" + std::to_string(r.tiles_h) + "x" + std::to_string(r.tiles_w);
+  std::printf("%-24s %-5s %9s %8s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s %s\n",
+              r.name.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(), fmt(r.kept_ms).c_str(),
+              fmt(r.plan_ms, "%.1f").c_str(),
               fmt(r.cudnn_ms).c_str(), r.cudnn_algo.empty() ? "-" : r.cudnn_algo.c_str(),
               fmt(r.cudnn_tf32_ms).c_str(), fmt(r.speedup, "%.2fx").c_str(),
               fmt(r.rel_err, "%.2e").c_str(), fmt(r.max_err, "%.2e").c_str(),
@@ -406,9 +421,24 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
     return r;
   }
   Inputs in = make_inputs(d, seed);
+  std::vector<double> ref_host;  // the oracle's output, computed on first use
+  auto check_output = [&]() {
+    if (ref_host.empty()) {
+      ft::DeviceBuffer ref(sizeof(double) * d.y_elems());
+      fftconv::reference::conv2d_forward_device(d, in.x32.as<float>(), in.w32.as<float>(),
+                                                in.bias32.as<float>(), ref.as<double>(), stream);
+      ft::cuda_check(cudaStreamSynchronize(stream), "oracle");
+      ref_host.resize(d.y_elems());
+      ref.download(ref_host.data(), ref_host.size() * sizeof(double));
+    }
+    std::vector<unsigned char> y_host(in.y.bytes());
+    in.y.download(y_host.data(), y_host.size());
+    return ft::compare(ft::decode(y_host.data(), d.y_elems(), d.dtype), ref_host);
+  };
 
   Options engine;
   engine.algo = cfg.algo;
+  engine.workspace_limit = cfg.workspace_limit;
   engine.tuning = cfg.tuning;
   engine.tuning_cache = cfg.tuning_cache;
   if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
@@ -435,17 +465,11 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
     r.workspace_bytes = t.info.workspace_bytes;
     r.reason = t.info.reason;
     r.floor_ms = floor_ms(d, t.info);
+    r.tiles_h = t.info.tiles_h;
+    r.tiles_w = t.info.tiles_w;
     if (t.info.algo == Algo::kFft) r.fft_ms = t.ms;
     if (cfg.verify) {
-      ft::DeviceBuffer ref(sizeof(double) * d.y_elems());
-      fftconv::reference::conv2d_forward_device(d, in.x32.as<float>(), in.w32.as<float>(),
-                                                in.bias32.as<float>(), ref.as<double>(), stream);
-      ft::cuda_check(cudaStreamSynchronize(stream), "oracle");
-      std::vector<double> ref_host(d.y_elems());
-      ref.download(ref_host.data(), ref_host.size() * sizeof(double));
-      std::vector<unsigned char> y_host(in.y.bytes());
-      in.y.download(y_host.data(), y_host.size());
-      const ft::ErrorStats e = ft::compare(ft::decode(y_host.data(), d.y_elems(), d.dtype), ref_host);
+      const ft::ErrorStats e = check_output();
       r.verified = true;
       r.rel_err = e.rel_l2;
       r.max_err = e.max_err;
@@ -453,6 +477,19 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
       if (!r.pass) {
         r.status = "FAIL " + e.to_string() + " (tolerance " + fmt(ft::tolerance(d.dtype), "%.0e") +
                    "); repro: fftconv-bench --desc " + r.desc + " --verify";
+      }
+    }
+    // The same plan with the filter spectrum kept: the filter's pad and transform leave forward.
+    if (t.info.algo == Algo::kFft || t.info.algo == Algo::kFftTiled) {
+      r.kept_ms = time_plan(d, engine, in, cfg, stream, false, true).ms;
+      if (cfg.verify) {
+        const ft::ErrorStats e = check_output();
+        r.kept_rel_err = e.rel_l2;
+        if (!e.pass(ft::tolerance(d.dtype))) {
+          r.pass = false;
+          r.status = "FAIL with kept filter " + e.to_string() + "; repro: fftconv-bench --desc " +
+                     r.desc + " --verify";
+        }
       }
     }
   } catch (const std::exception& e) {

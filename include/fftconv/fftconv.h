@@ -40,7 +40,8 @@ typedef enum fftconv_dtype {
 typedef enum fftconv_algo {
   FFTCONV_ALGO_AUTO = 0,
   FFTCONV_ALGO_FFT = 1,
-  FFTCONV_ALGO_CUDNN = 2
+  FFTCONV_ALGO_CUDNN = 2,
+  FFTCONV_ALGO_FFT_TILED = 3
 } fftconv_algo_t;
 
 /* See fftconv::ConvDesc for the semantics. */
@@ -84,6 +85,11 @@ const char* fftconv_plan_describe(fftconv_plan_t plan);
 fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
                                  const void* bias, void* y, void* workspace,
                                  size_t workspace_bytes, cudaStream_t stream);
+
+/* Keeps the filter (its spectrum for the FFT paths) in memory the plan owns; afterwards w may be
+   NULL in fftconv_forward. See fftconv::Plan::set_filter. */
+fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream);
+fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan);
 
 /* Stable name ("bad_shape") and one-line description of a status. */
 const char* fftconv_status_name(fftconv_status_t status);

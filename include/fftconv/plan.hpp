@@ -18,9 +18,10 @@ enum class Algo : int {
   kAuto = 0,   ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
   kFft = 1,    ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
   kCudnn = 2,  ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
+  kFftTiled = 3,  ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
 };
 
-/// "auto", "fft", "cudnn".
+/// "auto", "fft", "cudnn", "fft_tiled".
 const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
 Algo parse_algo(const std::string& name);
@@ -57,8 +58,9 @@ struct Options {
   /// empty: chosen per `tuning`.
   std::string gemm_kernel;
   Tuning tuning = Tuning::kHeuristic;
-  /// FFT path only: force the FFT size (both > 0, each at least the exact circular period of the
-  /// problem); 0 x 0: chosen by the cost model.
+  /// FFT paths only: force the FFT size (both > 0): for kFft at least the exact circular period
+  /// of the problem, for kFftTiled the tile's FFT size (at least the dilated kernel);
+  /// 0 x 0: chosen by the cost model (and the tuning mode).
   std::int64_t fft_h = 0, fft_w = 0;
   /// Persistent tuning cache (JSON) used by kAutotune / kExhaustive: a hit skips the timing, a
   /// miss stores the winner. Empty: the file named by $FFTCONV_TUNING_CACHE, or no cache.
@@ -78,8 +80,10 @@ std::vector<std::string> gemm_kernel_names();
 /// What a plan chose; for reports, logs and benchmarks.
 struct PlanInfo {
   Algo algo = Algo::kAuto;      ///< the algorithm that runs (never kAuto)
-  std::int64_t fft_h = 0;       ///< FFT size (FFT path), else 0
+  std::int64_t fft_h = 0;       ///< FFT size (FFT paths; per tile when tiled), else 0
   std::int64_t fft_w = 0;
+  std::int64_t tiles_h = 1;     ///< overlap-save tiles per image (1 x 1: full image)
+  std::int64_t tiles_w = 1;
   std::string gemm;             ///< per-frequency GEMM kernel (FFT path), e.g. "regtile_8x8"
   double gemm_flops = 0.0;      ///< FLOPs of the per-frequency GEMM (FFT path)
   double gemm_min_bytes = 0.0;  ///< bytes the GEMM must move at least (FFT path)
@@ -114,12 +118,28 @@ class Plan {
   /// One line: descriptor, algorithm, sizes, workspace and the reason for the choice.
   std::string describe() const;
 
-  /// y = conv(x, w) + bias. x, w, bias (may be null: no bias) and y are device pointers of the
+  /// y = conv(x, w) + bias. x, w (null: the filter kept by set_filter), bias (null: no bias) and
+  /// y are device pointers of the
   /// descriptor's dtype; workspace is a device buffer of workspace_bytes >= workspace_size(),
   /// aligned to 256 bytes (may be null when workspace_size() is 0). Arguments are checked before
   /// anything is enqueued: on error nothing is written.
   void forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
                std::size_t workspace_bytes, cudaStream_t stream) const;
+
+  /// Keeps the filter in device memory owned by the plan: for the FFT paths its spectrum at the
+  /// plan's FFT size (the filter's pad and transform then leave forward()), for cuDNN a copy.
+  /// Afterwards forward() accepts w == nullptr and uses the kept filter; a non-null w is still
+  /// used as given, for that call only. Enqueued on `stream` (which must finish before `w` is
+  /// freed or changed); allocates filter_bytes() of device memory on the first call, so it is a
+  /// set-up step, not part of the hot path. Calling it again replaces the kept filter in place;
+  /// forward() calls on other streams must be ordered after it by the caller. The memory is
+  /// released by clear_filter() or when the plan is destroyed.
+  void set_filter(const void* w, cudaStream_t stream);
+  /// Releases the kept filter; waits for the device first.
+  void clear_filter();
+  bool has_filter() const;
+  /// Device bytes the kept filter holds (0 when none).
+  std::size_t filter_bytes() const;
 
   /// Runs forward() `iters` times after one warm-up, timing every stage with CUDA events, and
   /// returns the median per stage. Synchronises the stream: for diagnosis and benchmarks, not the

@@ -45,6 +45,13 @@ class ConvAlgo {
   virtual void forward(const FwdArgs& args, cudaStream_t stream, StageMarks* marks) = 0;
   /// Fills algo, sizes, kernel names and workspace (reason is the planner's).
   virtual void fill_info(PlanInfo& info) const = 0;
+  /// Keeps what forward() needs of filter `w` (its spectrum, or a copy) in memory the algorithm
+  /// owns, so forward() may be called with w == nullptr. Enqueued on `stream`; may allocate.
+  virtual void set_filter(const void* w, cudaStream_t stream) = 0;
+  /// Frees the kept filter (waits for the device first).
+  virtual void clear_filter() = 0;
+  virtual bool has_filter() const = 0;
+  virtual std::size_t filter_bytes() const = 0;
 };
 
 /// Rounds up to the 256-byte alignment every workspace sub-buffer gets.

@@ -167,6 +167,7 @@ class CudnnFwdAlgo final : public ConvAlgo {
   }
 
   void release() noexcept {
+    clear_filter();
     if (conv_desc_) cudnnDestroyConvolutionDescriptor(conv_desc_);
     if (w_desc_) cudnnDestroyFilterDescriptor(w_desc_);
     if (b_desc_) cudnnDestroyTensorDescriptor(b_desc_);
@@ -184,8 +185,9 @@ class CudnnFwdAlgo final : public ConvAlgo {
 
   void forward(const FwdArgs& a, cudaStream_t stream, StageMarks* marks) override {
     const float one = 1.0f, zero = 0.0f;
+    const void* w = a.w ? a.w : kept_w_;
     FFTCONV_CUDNN_CHECK(cudnnSetStream(handle_, stream));
-    FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(handle_, &one, x_desc_, a.x, w_desc_, a.w,
+    FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(handle_, &one, x_desc_, a.x, w_desc_, w,
                                                 conv_desc_, algo_, a.workspace, workspace_, &zero,
                                                 y_desc_, a.y));
     if (marks) marks->mark("cudnn", stream);
@@ -193,6 +195,32 @@ class CudnnFwdAlgo final : public ConvAlgo {
       FFTCONV_CUDNN_CHECK(cudnnAddTensor(handle_, &one, b_desc_, a.bias, &one, y_desc_, a.y));
       if (marks) marks->mark("bias", stream);
     }
+  }
+
+  // cuDNN has no transform to skip: the kept filter is a copy the plan owns.
+  void set_filter(const void* w, cudaStream_t stream) override {
+    const std::size_t bytes = dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems());
+    if (!kept_w_) {
+      const cudaError_t err = cudaMalloc(&kept_w_, bytes);
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        kept_w_ = nullptr;
+        throw Error(Status::kOutOfMemory, "set_filter: keeping the filter needs " +
+                                              std::to_string(bytes) + " bytes of device memory");
+      }
+    }
+    FFTCONV_CUDA_CHECK(cudaMemcpyAsync(kept_w_, w, bytes, cudaMemcpyDeviceToDevice, stream));
+  }
+  void clear_filter() override {
+    if (kept_w_) {
+      cudaDeviceSynchronize();
+      cudaFree(kept_w_);
+    }
+    kept_w_ = nullptr;
+  }
+  bool has_filter() const override { return kept_w_ != nullptr; }
+  std::size_t filter_bytes() const override {
+    return kept_w_ ? dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems()) : 0;
   }
 
   void fill_info(PlanInfo& info) const override {
@@ -295,6 +323,7 @@ class CudnnFwdAlgo final : public ConvAlgo {
   cudnnMathType_t math_ = CUDNN_FMA_MATH;
   std::size_t workspace_ = 0;
   std::string search_;
+  void* kept_w_ = nullptr;
 };
 
 }  // namespace

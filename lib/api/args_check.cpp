@@ -14,13 +14,16 @@ struct Range {
 
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, std::string* message) {
+                          std::size_t workspace_needed, bool filter_kept,
+                          std::string* message) {
   auto fail = [&](Status st, const std::string& why) {
     if (message) *message = why + " [" + d.to_string() + "]";
     return st;
   };
   if (!x) return fail(Status::kNullPointer, "x is null");
-  if (!w) return fail(Status::kNullPointer, "w is null");
+  if (!w && !filter_kept) {
+    return fail(Status::kNullPointer, "w is null and the plan keeps no filter (set_filter)");
+  }
   if (!y) return fail(Status::kNullPointer, "y is null");
   const std::size_t esize = dtype_size(d.dtype);
   const struct {
@@ -48,7 +51,7 @@ Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const
     return Range{name, b, b + static_cast<std::uintptr_t>(elems) * esize};
   };
   const Range ry = range("y", y, d.y_elems());
-  const Range inputs[] = {range("x", x, d.x_elems()), range("w", w, d.w_elems()),
+  const Range inputs[] = {range("x", x, d.x_elems()), range("w", w, w ? d.w_elems() : 0),
                           range("bias", bias, bias ? d.k : 0)};
   for (const Range& in : inputs) {
     if (in.overlaps(ry)) {

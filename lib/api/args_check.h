@@ -14,8 +14,9 @@ constexpr std::size_t kWorkspaceAlignment = 256;
 /// Status::kSuccess, or the first problem with forward()'s pointers and workspace; `message`
 /// names the argument. Tensors must be non-null, aligned to their element size and must not
 /// overlap y (nor the workspace); the workspace must hold `workspace_needed` bytes.
+/// w may be null when `filter_kept`.
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, std::string* message);
+                          std::size_t workspace_needed, bool filter_kept, std::string* message);
 
 }  // namespace fftconv::detail

@@ -18,7 +18,7 @@ thread_local std::string g_last_error;
 
 static_assert(FFTCONV_STATUS_INTERNAL == static_cast<int>(fftconv::Status::kInternal),
               "C and C++ status codes out of sync");
-static_assert(FFTCONV_ALGO_CUDNN == static_cast<int>(fftconv::Algo::kCudnn),
+static_assert(FFTCONV_ALGO_FFT_TILED == static_cast<int>(fftconv::Algo::kFftTiled),
               "C and C++ algo codes out of sync");
 static_assert(FFTCONV_DTYPE_BF16 == static_cast<int>(fftconv::DType::kBF16),
               "C and C++ dtype codes out of sync");
@@ -149,6 +149,16 @@ fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void*
                                  size_t workspace_bytes, cudaStream_t stream) {
   if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
   return guarded([&] { plan->plan.forward(x, w, bias, y, workspace, workspace_bytes, stream); });
+}
+
+fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded([&] { plan->plan.set_filter(w, stream); });
+}
+
+fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded([&] { plan->plan.clear_filter(); });
 }
 
 const char* fftconv_status_name(fftconv_status_t status) {

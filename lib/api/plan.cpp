@@ -1,11 +1,12 @@
 #include "fftconv/plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 
 #include "algos/cudnn_fwd.h"
-#include "algos/fft_full.h"
+#include "algos/fft_conv.h"
 #include "api/args_check.h"
 #include "core/check.h"
 #include "tuning/heuristics.h"
@@ -17,6 +18,7 @@ const char* algo_name(Algo a) noexcept {
     case Algo::kAuto: return "auto";
     case Algo::kFft: return "fft";
     case Algo::kCudnn: return "cudnn";
+    case Algo::kFftTiled: return "fft_tiled";
   }
   return "unknown_algo";
 }
@@ -25,8 +27,9 @@ Algo parse_algo(const std::string& name) {
   if (name == "auto") return Algo::kAuto;
   if (name == "fft") return Algo::kFft;
   if (name == "cudnn") return Algo::kCudnn;
+  if (name == "fft_tiled") return Algo::kFftTiled;
   throw Error(Status::kInvalidArgument,
-              "unknown algorithm '" + name + "' (expected auto, fft or cudnn)");
+              "unknown algorithm '" + name + "' (expected auto, fft, fft_tiled or cudnn)");
 }
 
 std::vector<std::string> gemm_kernel_names() {
@@ -84,7 +87,7 @@ void require_device() {
 
 void check_options(const Options& o) {
   const int a = static_cast<int>(o.algo);
-  if (a < static_cast<int>(Algo::kAuto) || a > static_cast<int>(Algo::kCudnn)) {
+  if (a < static_cast<int>(Algo::kAuto) || a > static_cast<int>(Algo::kFftTiled)) {
     throw Error(Status::kInvalidArgument, "Options::algo has the invalid value " + std::to_string(a));
   }
   const int s = static_cast<int>(o.cudnn_search);
@@ -98,27 +101,82 @@ void check_options(const Options& o) {
   }
 }
 
-detail::FftGeometry fft_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
+std::string size_text(std::int64_t h, std::int64_t w) {
+  return std::to_string(h) + "x" + std::to_string(w);
+}
+
+// Full-image geometry: forced by Options, autotuned, or the cost model's.
+detail::FftGeometry full_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
   if (o.fft_h == 0 && o.fft_w == 0) {
-    if (o.tuning != Tuning::kHeuristic) return detail::FftFullAlgo::tune_geometry(d, o, reason);
+    if (o.tuning != Tuning::kHeuristic) return detail::FftConvAlgo::tune_geometry(d, o, reason);
     return detail::choose_fft_geometry(d);
   }
   if (reason) *reason = "fft size forced by options";
   const std::int64_t min_h = detail::min_fft_h(d), min_w = detail::min_fft_w(d);
   if (o.fft_h < min_h || o.fft_w < min_w) {
-    throw Error(Status::kInvalidArgument,
-                "Options FFT size " + std::to_string(o.fft_h) + "x" + std::to_string(o.fft_w) +
-                    " is below the exact minimum " + std::to_string(min_h) + "x" +
-                    std::to_string(min_w) + " of " + d.to_string());
+    throw Error(Status::kInvalidArgument, "Options FFT size " + size_text(o.fft_h, o.fft_w) +
+                                              " is below the exact minimum " +
+                                              size_text(min_h, min_w) + " of " + d.to_string());
   }
   return detail::make_fft_geometry(d, o.fft_h, o.fft_w);
 }
 
+// Overlap-save geometry: tile size forced by Options or the cost model's.
+detail::FftGeometry tiled_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
+  if (o.fft_h == 0 && o.fft_w == 0) {
+    detail::FftGeometry g;
+    if (!detail::choose_tiled_geometry(d, &g)) {
+      throw Error(Status::kNotSupported, "no tile size from " + std::to_string(detail::kMinTile) +
+                                             " to " + std::to_string(detail::kMaxTile) +
+                                             " fits the dilated kernel of " + d.to_string());
+    }
+    return g;
+  }
+  if (reason) *reason = "tile size forced by options";
+  return detail::make_tiled_geometry(d, o.fft_h, o.fft_w);
+}
+
+// Fails at plan time, naming the bytes, when the workspace cannot exist on this device.
+void check_device_memory(const detail::ConvAlgo& algo) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (algo.workspace_size() > free_bytes) {
+    throw Error(Status::kOutOfMemory, "the plan needs a workspace of " +
+                                          std::to_string(algo.workspace_size()) +
+                                          " bytes; the device has " + std::to_string(free_bytes) +
+                                          " bytes free of " + std::to_string(total_bytes));
+  }
+}
+
 std::unique_ptr<detail::ConvAlgo> build_fft(const ConvDesc& d, const Options& o,
                                             const detail::FftGeometry& g) {
-  const detail::Support s = detail::FftFullAlgo::can_implement(d, o, g);
+  const detail::Support s = detail::FftConvAlgo::can_implement(d, o, g);
   if (!s.ok()) throw Error(s.status, s.reason);
-  return std::make_unique<detail::FftFullAlgo>(d, o, g);
+  // Spectra alone over the free memory: fail before building cuFFT plans for them.
+  std::size_t free_bytes = 0, total_bytes = 0;
+  FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t spectra = detail::FftConvAlgo::spectrum_bytes(d, g);
+  if (spectra > free_bytes) {
+    throw Error(Status::kOutOfMemory,
+                std::string(g.tiled ? "tiled fft " : "fft ") + size_text(g.fft_h, g.fft_w) +
+                    " needs " + std::to_string(spectra) + " bytes of spectra; the device has " +
+                    std::to_string(free_bytes) + " bytes free of " + std::to_string(total_bytes));
+  }
+  auto algo = std::make_unique<detail::FftConvAlgo>(d, o, g);
+  check_device_memory(*algo);
+  return algo;
+}
+
+std::unique_ptr<detail::ConvAlgo> build_cudnn(const ConvDesc& d, const Options& o) {
+  auto algo = detail::make_cudnn_forward(d, o);
+  check_device_memory(*algo);
+  return algo;
+}
+
+std::string estimate_text(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f us", us);
+  return buf;
 }
 
 }  // namespace
@@ -134,48 +192,73 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
   std::string reason;
 
   switch (options.algo) {
-    case Algo::kFft: {
+    case Algo::kFft:
+    case Algo::kFftTiled: {
       std::string size_reason;
-      p.algo = build_fft(desc, options, fft_geometry(desc, options, &size_reason));
+      const detail::FftGeometry g = options.algo == Algo::kFft
+                                        ? full_geometry(desc, options, &size_reason)
+                                        : tiled_geometry(desc, options, &size_reason);
+      p.algo = build_fft(desc, options, g);
       reason = "requested" + (size_reason.empty() ? "" : "; " + size_reason);
       break;
     }
     case Algo::kCudnn:
-      p.algo = detail::make_cudnn_forward(desc, options);
+      p.algo = build_cudnn(desc, options);
       reason = "requested";
       break;
     case Algo::kAuto: {
-      // The estimate decides between FFT and cuDNN first, so a row that runs on cuDNN is never
-      // FFT-size tuned.
-      const detail::FftGeometry model = detail::choose_fft_geometry(desc);
-      const detail::AlgoEstimate est = detail::compare_fft_direct(desc, model);
-      std::string size_reason;
-      const bool tune_size = options.tuning != Tuning::kHeuristic || options.fft_h || options.fft_w;
-      const detail::FftGeometry g =
-          est.prefer_fft && tune_size ? fft_geometry(desc, options, &size_reason) : model;
-      const detail::Support fft_ok = detail::FftFullAlgo::can_implement(desc, options, g);
-      const detail::Support dnn_ok = detail::cudnn_can_implement(desc);
-      const bool want_fft = fft_ok.ok() && (est.prefer_fft || !dnn_ok.ok());
-      reason = "auto: " + est.reason + (size_reason.empty() ? "" : "; " + size_reason);
-      // Try the preferred algorithm, fall back to the other when it cannot be built.
-      for (int attempt = 0; attempt < 2 && !p.algo; ++attempt) {
-        const bool fft = (attempt == 0) == want_fft;
-        if (fft && !fft_ok.ok()) {
-          reason += "; fft not possible: " + fft_ok.reason;
-          continue;
+      // Estimates rank full image, overlap-save tiles and cuDNN; the cheapest that can be built
+      // within the workspace limit and the device's memory runs. Only an FFT path that ranks first
+      // is size-tuned, so rows that run on cuDNN cost no tuning.
+      struct Candidate {
+        Algo algo;
+        double us;
+      };
+      const detail::FftGeometry full = detail::choose_fft_geometry(desc);
+      detail::FftGeometry tiled;
+      const bool has_tiled = detail::choose_tiled_geometry(desc, &tiled);
+      std::vector<Candidate> order = {{Algo::kFft, detail::estimate_fft_us(desc, full)},
+                                      {Algo::kCudnn, detail::estimate_direct_us(desc)}};
+      if (has_tiled) order.push_back({Algo::kFftTiled, detail::estimate_fft_us(desc, tiled)});
+      std::stable_sort(order.begin(), order.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.us < b.us; });
+      reason = "auto: estimated fft " + size_text(full.fft_h, full.fft_w) + " " +
+               estimate_text(order[0].algo == Algo::kFft ? order[0].us
+                             : order[1].algo == Algo::kFft ? order[1].us
+                                                            : order.back().us);
+      for (const Candidate& c : order) {
+        if (c.algo == Algo::kFftTiled) {
+          reason += ", tiled " + size_text(tiled.fft_h, tiled.fft_w) + " (" +
+                    size_text(tiled.tiles_h, tiled.tiles_w) + " tiles) " + estimate_text(c.us);
         }
-        if (!fft && !dnn_ok.ok()) {
-          reason += "; cudnn not possible: " + dnn_ok.reason;
-          continue;
-        }
+        if (c.algo == Algo::kCudnn) reason += ", direct " + estimate_text(c.us);
+      }
+      for (std::size_t i = 0; i < order.size() && !p.algo; ++i) {
+        const Algo a = order[i].algo;
         try {
-          p.algo = fft ? build_fft(desc, options, g) : detail::make_cudnn_forward(desc, options);
+          if (a == Algo::kCudnn) {
+            const detail::Support s = detail::cudnn_can_implement(desc);
+            if (!s.ok()) throw Error(s.status, s.reason);
+            p.algo = build_cudnn(desc, options);
+          } else {
+            std::string size_reason;
+            const bool tune = i == 0 && (options.tuning != Tuning::kHeuristic || options.fft_h ||
+                                         options.fft_w);
+            detail::FftGeometry g = a == Algo::kFft ? full : tiled;
+            if (tune && a == Algo::kFft) g = full_geometry(desc, options, &size_reason);
+            p.algo = build_fft(desc, options, g);
+            if (!size_reason.empty()) reason += "; " + size_reason;
+          }
+          reason += std::string("; chose ") + algo_name(a);
         } catch (const Error& e) {
           if (e.status() != Status::kNotSupported && e.status() != Status::kOutOfMemory) throw;
-          reason += std::string("; ") + (fft ? "fft" : "cudnn") + " failed: " + e.what();
+          reason += std::string("; ") + algo_name(a) + " not possible: " + e.what();
         }
       }
-      if (!p.algo) throw Error(Status::kNotSupported, "no algorithm can run " + desc.to_string() + " (" + reason + ")");
+      if (!p.algo) {
+        throw Error(Status::kNotSupported, "no algorithm can run " + desc.to_string() + " (" +
+                                               reason + ")");
+      }
       break;
     }
   }
@@ -196,7 +279,10 @@ std::string Plan::describe() const {
   const PlanInfo& i = impl_->info;
   std::string s = impl_->desc.to_string() + " algo=" + algo_name(i.algo);
   if (i.algo == Algo::kFft) {
-    s += " fft=" + std::to_string(i.fft_h) + "x" + std::to_string(i.fft_w) + " gemm=" + i.gemm;
+    s += " fft=" + size_text(i.fft_h, i.fft_w) + " gemm=" + i.gemm;
+  } else if (i.algo == Algo::kFftTiled) {
+    s += " tile=" + size_text(i.fft_h, i.fft_w) + " tiles=" + size_text(i.tiles_h, i.tiles_w) +
+         " gemm=" + i.gemm;
   } else {
     s += " cudnn=" + i.cudnn_algo + "/" + i.cudnn_math;
   }
@@ -208,11 +294,36 @@ std::string Plan::describe() const {
 void Plan::forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
                    std::size_t workspace_bytes, cudaStream_t stream) const {
   std::string why;
-  const Status st = detail::check_forward_args(impl_->desc, x, w, bias, y, workspace,
-                                               workspace_bytes, workspace_size(), &why);
-  if (st != Status::kSuccess) throw Error(st, why);
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  const Status st =
+      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
+                                 workspace_size(), impl_->algo->has_filter(), &why);
+  if (st != Status::kSuccess) throw Error(st, why);
   impl_->algo->forward(detail::FwdArgs{x, w, bias, y, workspace}, stream, nullptr);
+}
+
+void Plan::set_filter(const void* w, cudaStream_t stream) {
+  if (!w) throw Error(Status::kNullPointer, "set_filter: w is null [" + impl_->desc.to_string() + "]");
+  if (reinterpret_cast<std::uintptr_t>(w) % dtype_size(impl_->desc.dtype) != 0) {
+    throw Error(Status::kMisalignedPointer, "set_filter: w is not aligned to its elements");
+  }
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  impl_->algo->set_filter(w, stream);
+}
+
+void Plan::clear_filter() {
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  impl_->algo->clear_filter();
+}
+
+bool Plan::has_filter() const {
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  return impl_->algo->has_filter();
+}
+
+std::size_t Plan::filter_bytes() const {
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  return impl_->algo->filter_bytes();
 }
 
 namespace {
@@ -237,10 +348,11 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
                                              cudaStream_t stream, int iters) const {
   if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
   std::string why;
-  const Status st = detail::check_forward_args(impl_->desc, x, w, bias, y, workspace,
-                                               workspace_bytes, workspace_size(), &why);
-  if (st != Status::kSuccess) throw Error(st, why);
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  const Status st =
+      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
+                                 workspace_size(), impl_->algo->has_filter(), &why);
+  if (st != Status::kSuccess) throw Error(st, why);
   const detail::FwdArgs args{x, w, bias, y, workspace};
   impl_->algo->forward(args, stream, nullptr);  // warm-up
   std::vector<EventMarks> runs(static_cast<std::size_t>(iters));

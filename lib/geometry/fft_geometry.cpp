@@ -1,5 +1,7 @@
 #include "geometry/fft_geometry.h"
 
+#include <algorithm>
+
 #include "fftconv/status.hpp"
 
 namespace fftconv::detail {
@@ -61,6 +63,37 @@ FftGeometry make_fft_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_
   g.half_w = fft_w / 2 + 1;
   g.pitch = 2 * g.half_w;
   g.bins = fft_h * g.half_w;
+  g.tile_out_h = d.out_h();
+  g.tile_out_w = d.out_w();
+  return g;
+}
+
+std::int64_t tile_out_extent(std::int64_t fft, std::int64_t eff_k, std::int64_t stride,
+                             std::int64_t out) {
+  if (fft < eff_k || stride < 1) return 0;
+  return std::min(out, (fft - eff_k) / stride + 1);
+}
+
+FftGeometry make_tiled_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_t fft_w) {
+  FftGeometry g;
+  g.min_h = min_fft_h(d);
+  g.min_w = min_fft_w(d);
+  g.tile_out_h = tile_out_extent(fft_h, d.eff_r(), d.stride_h, d.out_h());
+  g.tile_out_w = tile_out_extent(fft_w, d.eff_s(), d.stride_w, d.out_w());
+  if (g.tile_out_h < 1 || g.tile_out_w < 1) {
+    throw Error(Status::kInvalidArgument,
+                "tile " + std::to_string(fft_h) + "x" + std::to_string(fft_w) +
+                    " is smaller than the dilated kernel " + std::to_string(d.eff_r()) + "x" +
+                    std::to_string(d.eff_s()) + " of " + d.to_string());
+  }
+  g.tiled = true;
+  g.fft_h = fft_h;
+  g.fft_w = fft_w;
+  g.half_w = fft_w / 2 + 1;
+  g.pitch = 2 * g.half_w;
+  g.bins = fft_h * g.half_w;
+  g.tiles_h = (d.out_h() + g.tile_out_h - 1) / g.tile_out_h;
+  g.tiles_w = (d.out_w() + g.tile_out_w - 1) / g.tile_out_w;
   return g;
 }
 

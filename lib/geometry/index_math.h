@@ -20,6 +20,39 @@ struct Placement {
   std::int64_t step_h, step_w;
 };
 
+/// How destination planes of the pad stage map to source planes and tiles. Destination plane p is
+/// ((image * tiles + tile) * inner + channel), tile = tile_h * tiles_w + tile_w; its source plane
+/// is (image * inner + channel), placed `step` padded rows/columns further per tile. A segment
+/// without tiling (filters, or a full-image input) has one tile and step 0.
+struct TileMap {
+  std::int64_t inner = 1;
+  std::int64_t tiles_h = 1, tiles_w = 1;
+  std::int64_t step_h = 0, step_w = 0;
+};
+
+struct PlaneSource {
+  std::int64_t plane;         ///< source plane index
+  std::int64_t off_h, off_w;  ///< placement offsets for this tile (may be negative)
+};
+
+FFTCONV_HD PlaneSource pad_plane_source(std::int64_t dst_plane, const TileMap& m,
+                                        std::int64_t off_h, std::int64_t off_w) {
+  const std::int64_t tiles = m.tiles_h * m.tiles_w;
+  const std::int64_t image = dst_plane / (tiles * m.inner);
+  const std::int64_t rest = dst_plane - image * tiles * m.inner;
+  const std::int64_t tile = rest / m.inner;
+  const std::int64_t channel = rest - tile * m.inner;
+  const std::int64_t th = tile / m.tiles_w, tw = tile - th * m.tiles_w;
+  return PlaneSource{image * m.inner + channel, off_h - th * m.step_h, off_w - tw * m.step_w};
+}
+
+/// Result plane (of the c2r) holding output plane `out_plane` = n*k + kk at tile (th, tw).
+FFTCONV_HD std::int64_t clip_plane_source(std::int64_t out_plane, std::int64_t k,
+                                          std::int64_t tiles, std::int64_t tile) {
+  const std::int64_t n = out_plane / k;
+  return (n * tiles + tile) * k + (out_plane - n * k);
+}
+
 /// Source index along one axis for FFT coordinate t, or -1 when (t) holds a zero.
 FFTCONV_HD std::int64_t placed_source(std::int64_t t, std::int64_t off, std::int64_t step,
                                       std::int64_t src) {

@@ -36,16 +36,17 @@ __global__ void __launch_bounds__(kPadThreads) pad_kernel(PadParams p, int chunk
     const int begin = static_cast<int>(block - plane * chunks_per_plane) * kPadChunk;
     const int end = min(begin + kPadChunk, pairs);
     float2* dst = reinterpret_cast<float2*>(seg.dst + plane * p.fft_h * p.pitch);
-    const T* src_plane = src + plane * pl.src_h * pl.src_w;
+    const PlaneSource ps = pad_plane_source(plane, seg.map, pl.off_h, pl.off_w);
+    const T* src_plane = src + ps.plane * pl.src_h * pl.src_w;
     for (int i = begin + threadIdx.x; i < end; i += kPadThreads) {
       const int th = i / half_w;
       const int tw = 2 * (i - th * half_w);
       float2 v = make_float2(0.0f, 0.0f);
-      const std::int64_t si = placed_source(th, pl.off_h, pl.step_h, pl.src_h);
+      const std::int64_t si = placed_source(th, ps.off_h, pl.step_h, pl.src_h);
       if (si >= 0) {
         const T* row = src_plane + si * pl.src_w;
-        const std::int64_t s0 = tw < p.fft_w ? placed_source(tw, pl.off_w, pl.step_w, pl.src_w) : -1;
-        const std::int64_t s1 = tw + 1 < p.fft_w ? placed_source(tw + 1, pl.off_w, pl.step_w, pl.src_w) : -1;
+        const std::int64_t s0 = tw < p.fft_w ? placed_source(tw, ps.off_w, pl.step_w, pl.src_w) : -1;
+        const std::int64_t s1 = tw + 1 < p.fft_w ? placed_source(tw + 1, ps.off_w, pl.step_w, pl.src_w) : -1;
         if (s0 >= 0) v.x = to_float(row[s0]);
         if (s1 >= 0) v.y = to_float(row[s1]);
       }
@@ -57,28 +58,31 @@ __global__ void __launch_bounds__(kPadThreads) pad_kernel(PadParams p, int chunk
 // Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
 template <typename T>
 __global__ void __launch_bounds__(kPadThreads)
-    clip_kernel(ClipArgs a, std::int64_t fft_h, std::int64_t fft_w, std::int64_t pitch,
-                int chunks_per_plane) {
+    clip_kernel(ClipArgs a, FftGeometry g, int chunks_per_plane) {
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
   const int out_w = static_cast<int>(a.out_w);
   const int per_plane = static_cast<int>(a.out_h) * out_w;
+  const int tile_h = static_cast<int>(g.tile_out_h), tile_w = static_cast<int>(g.tile_out_w);
   for (std::int64_t block = blockIdx.x; block < a.planes * chunks_per_plane; block += gridDim.x) {
     const std::int64_t plane = block / chunks_per_plane;
     const int begin = static_cast<int>(block - plane * chunks_per_plane) * kPadChunk;
     const int end = min(begin + kPadChunk, per_plane);
     const float b = bias ? to_float(bias[plane % a.k]) : 0.0f;
-    const float* src = a.src + plane * fft_h * pitch;
     T* dst = y + plane * per_plane;
     for (int i = begin + threadIdx.x; i < end; i += kPadThreads) {
       const int p = i / out_w;
       const int q = i - p * out_w;
-      const std::int64_t row = clip_source(p, a.stride_h, fft_h);
-      dst[i] = from_float<T>(fmaf(src[row * pitch + clip_source(q, a.stride_w, fft_w)], a.scale, b));
+      const int th = p / tile_h, tw = q / tile_w;
+      const std::int64_t src_plane =
+          clip_plane_source(plane, a.k, g.tiles_h * g.tiles_w, th * g.tiles_w + tw);
+      const std::int64_t row = clip_source(p - th * tile_h, a.stride_h, g.fft_h);
+      const std::int64_t col = clip_source(q - tw * tile_w, a.stride_w, g.fft_w);
+      const float v = a.src[(src_plane * g.fft_h + row) * g.pitch + col];
+      dst[i] = from_float<T>(fmaf(v, a.scale, b));
     }
   }
 }
-
 
 }  // namespace
 
@@ -113,14 +117,13 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
   switch (dtype) {
     case DType::kF32:
-      clip_kernel<float><<<grid, kPadThreads, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch, chunks);
+      clip_kernel<float><<<grid, kPadThreads, 0, stream>>>(args, g, chunks);
       break;
     case DType::kF16:
-      clip_kernel<__half><<<grid, kPadThreads, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch, chunks);
+      clip_kernel<__half><<<grid, kPadThreads, 0, stream>>>(args, g, chunks);
       break;
     case DType::kBF16:
-      clip_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(args, g.fft_h, g.fft_w, g.pitch,
-                                                                   chunks);
+      clip_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(args, g, chunks);
       break;
   }
   FFTCONV_CHECK_LAUNCH();

@@ -14,8 +14,9 @@ namespace fftconv::detail {
 struct PadSegment {
   const void* src;        ///< planes of src_h x src_w elements of `dtype`, contiguous
   float* dst;             ///< first destination plane (fft_h rows of `pitch` floats)
-  std::int64_t planes;
-  Placement place;
+  std::int64_t planes;    ///< destination planes (tiles included)
+  Placement place;        ///< placement of tile 0; later tiles shift by TileMap's steps
+  TileMap map;            ///< destination plane -> source plane and tile
 };
 
 /// Writes every element of every destination plane (zeros outside the placed source), for up to
@@ -24,14 +25,16 @@ constexpr int kMaxPadSegments = 2;
 void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeometry& g,
                 cudaStream_t stream);
 
-/// y[plane][p][q] = scale * src[plane][clip_source(p, stride_h)][clip_source(q, stride_w)]
-/// + bias[plane % k] (bias may be null), for planes = n*k result planes of the c2r, stored with
-/// FftGeometry's pitch.
+/// For every output plane o = n*k + kk and output (p, q) in tile (th, tw):
+///   y[o][p][q] = scale * src[clip_plane_source(o, k, tiles, tile)][clip_source(lp, stride_h)]
+///                [clip_source(lq, stride_w)] + bias[kk]
+/// with lp, lq the position inside the tile; src holds the c2r result planes (FftGeometry's
+/// pitch); bias may be null.
 struct ClipArgs {
   const float* src;
   void* y;
   const void* bias;
-  std::int64_t planes, k;
+  std::int64_t planes, k;  ///< output planes (n*k) and filters
   std::int64_t out_h, out_w;
   std::int64_t stride_h, stride_w;
   float scale;

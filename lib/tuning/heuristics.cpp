@@ -44,7 +44,7 @@ constexpr double kDirectFullOutputs = 1.0e5;
 // ---- GEMM tiling ------------------------------------------------------------------------------
 // Threads wanted in flight: 132 SMs x 2048 threads is one full wave; below that, shrink tiles.
 constexpr double kMinWaves = 1.0;
-constexpr int kMaxTile = 8;
+constexpr int kMaxRegTile = 8;
 
 
 double radix_factor(std::int64_t n) {
@@ -66,7 +66,7 @@ double radix_factor(std::int64_t n) {
 
 int pow2_ceil(std::int64_t v) {
   int t = 1;
-  while (t < v && t < kMaxTile) t *= 2;
+  while (t < v && t < kMaxRegTile) t *= 2;
   return t;
 }
 
@@ -75,18 +75,18 @@ int pow2_ceil(std::int64_t v) {
 CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g) {
   const std::int64_t cg = d.c_per_group(), kg = d.k_per_group(), bins = g.bins;
   CgemmProblem p;
-  p.m = d.n;
+  p.m = d.n * g.tiles();
   p.n = kg;
   p.k = cg;
   p.bins = bins;
   p.groups = d.groups;
-  p.a_m = d.c * bins;  // X[n][c][f]
+  p.a_m = d.c * bins;  // X[n*tiles][c][f]
   p.a_k = bins;
   p.a_g = cg * bins;
   p.b_n = cg * bins;  // W[k][c'][f]
   p.b_k = bins;
   p.b_g = kg * cg * bins;
-  p.c_m = d.k * bins;  // Y[n][k][f]
+  p.c_m = d.k * bins;  // Y[n*tiles][k][f]
   p.c_n = bins;
   p.c_g = kg * bins;
   p.conj_b = true;  // cross-correlation: Y = X * conj(W)
@@ -94,8 +94,9 @@ CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g) {
 }
 
 double estimate_fft_us(const ConvDesc& d, const FftGeometry& g) {
-  const double planes_in = double(d.n) * d.c + double(d.k) * d.c_per_group();
-  const double planes_out = double(d.n) * d.k;
+  const double images = double(d.n) * g.tiles();
+  const double planes_in = images * d.c + double(d.k) * d.c_per_group();
+  const double planes_out = images * d.k;
   const double real_plane = double(g.fft_h) * g.pitch * 4.0;
   const double spec_plane = double(g.bins) * 8.0;
   const double esize = double(dtype_size(d.dtype));
@@ -138,6 +139,25 @@ std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t co
 }
 
 FftGeometry choose_fft_geometry(const ConvDesc& d) { return ranked_fft_geometries(d, 1).front(); }
+
+bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out) {
+  const auto axis = [](std::int64_t eff_k) {
+    return smooth_sizes(std::max(kMinTile, eff_k), kMaxTile);
+  };
+  double best = std::numeric_limits<double>::infinity();
+  for (std::int64_t th : axis(d.eff_r())) {
+    for (std::int64_t tw : axis(d.eff_s())) {
+      const FftGeometry g = make_tiled_geometry(d, th, tw);
+      if (g.tiles() == 1) continue;  // one tile is the full image, planned as such
+      const double us = estimate_fft_us(d, g);
+      if (us < best) {
+        best = us;
+        *out = g;
+      }
+    }
+  }
+  return best < std::numeric_limits<double>::infinity();
+}
 
 const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count) {
   const double want = kMinWaves * std::max(sm_count, 1) * 2048.0;

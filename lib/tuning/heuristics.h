@@ -23,7 +23,12 @@ FftGeometry choose_fft_geometry(const ConvDesc& d);
 /// The `count` FFT sizes with the lowest estimates, best first.
 std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count);
 
-/// The per-frequency GEMM of the forward pass for this descriptor and geometry.
+/// Overlap-save: the tile FFT size (smooth, kMinTile..kMaxTile per axis, more than one tile)
+/// with the lowest estimate; false when no tile fits the dilated kernel.
+bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out);
+
+/// The per-frequency GEMM of the forward pass for this descriptor and geometry (tiles of an
+/// image are extra rows: m = n * tiles).
 CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g);
 
 /// The tiling the heuristic picks for a problem on a device with `sm_count` multiprocessors.

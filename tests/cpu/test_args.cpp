@@ -22,7 +22,8 @@ struct Args {
   Args() {
     d.n = 2; d.c = 3; d.h = 16; d.w = 16; d.k = 4; d.r = 5; d.s = 5; d.pad_h = d.pad_w = 2;
   }
-  Status check() { return check_forward_args(d, x, w, bias, y, ws, ws_bytes, ws_needed, &msg); }
+  bool kept = false;
+  Status check() { return check_forward_args(d, x, w, bias, y, ws, ws_bytes, ws_needed, kept, &msg); }
 };
 
 TEST(ForwardArgs, ValidArgumentsPass) {
@@ -45,6 +46,15 @@ TEST(ForwardArgs, NullTensors) {
     EXPECT_EQ(a.check(), Status::kNullPointer);
     EXPECT_EQ(a.msg.rfind(std::string(name) + " is null", 0), 0u) << a.msg;
   }
+}
+
+TEST(ForwardArgs, NullFilterNeedsAKeptOne) {
+  Args a;
+  a.w = nullptr;
+  EXPECT_EQ(a.check(), Status::kNullPointer);
+  EXPECT_NE(a.msg.find("set_filter"), std::string::npos) << a.msg;
+  a.kept = true;
+  EXPECT_EQ(a.check(), Status::kSuccess) << a.msg;
 }
 
 TEST(ForwardArgs, NullWorkspaceWhenOneIsNeeded) {

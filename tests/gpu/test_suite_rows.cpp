@@ -57,6 +57,8 @@ TEST_P(SuiteRow, MatchesOracle) {
   Options o;
   o.algo = Algo::kFft;
   expect_matches(p, o, "fft");
+  o.algo = Algo::kFftTiled;
+  expect_matches(p, o, "tiled");
   o.algo = Algo::kAuto;
   expect_matches(p, o, "auto");
   if (row.desc.dtype == DType::kF32) {

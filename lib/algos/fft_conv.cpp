@@ -1,0 +1,267 @@
+#include "algos/fft_conv.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "core/check.h"
+#include "stages/fill.h"
+#include "stages/stages.h"
+#include "tuning/gemm_select.h"
+#include "tuning/heuristics.h"
+#include "tuning/tuning_cache.h"
+
+namespace fftconv::detail {
+
+namespace {
+
+// Tiles of one image are extra images of the pipeline.
+std::int64_t images(const ConvDesc& d, const FftGeometry& g) { return d.n * g.tiles(); }
+std::int64_t planes_x(const ConvDesc& d, const FftGeometry& g) { return images(d, g) * d.c; }
+std::int64_t planes_w(const ConvDesc& d) { return d.k * d.c_per_group(); }
+std::int64_t planes_out(const ConvDesc& d, const FftGeometry& g) { return images(d, g) * d.k; }
+
+std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+std::string size_text(const FftGeometry& g) {
+  return std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w);
+}
+
+std::string what(const FftGeometry& g) { return (g.tiled ? "tiled fft " : "fft ") + size_text(g); }
+
+// Sizes timed by the FFT-size autotune: the cost model's ranking is rarely off by more than this.
+constexpr std::size_t kFftSizeCandidates = 3;
+constexpr int kFftSizeRuns = 3;
+
+struct Scratch {
+  void* ptr = nullptr;
+  explicit Scratch(std::size_t bytes) {
+    if (bytes) FFTCONV_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  }
+  ~Scratch() {
+    if (ptr) cudaFree(ptr);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    FFTCONV_CUDA_CHECK(cudaEventCreate(&start));
+    FFTCONV_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+};
+
+}  // namespace
+
+std::size_t FftConvAlgo::spectrum_bytes(const ConvDesc& d, const FftGeometry& g) {
+  const std::size_t plane = static_cast<std::size_t>(g.bins) * 8;
+  return align_up(plane * (planes_x(d, g) + planes_w(d))) + align_up(plane * planes_out(d, g));
+}
+
+Support FftConvAlgo::can_implement(const ConvDesc& d, const Options& o, const FftGeometry& g) {
+  const std::size_t need = spectrum_bytes(d, g);
+  if (need > o.workspace_limit) {
+    return Support::no(Status::kOutOfMemory,
+                       what(g) + " needs " + std::to_string(need) + " bytes (" + mib(need) +
+                           ") of spectra, over the workspace limit of " +
+                           std::to_string(o.workspace_limit) + " bytes");
+  }
+  return Support::yes();
+}
+
+FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g)
+    : d_(d), g_(g), gemm_(forward_gemm_problem(d, g)) {
+  const GemmChoice choice = select_cgemm(
+      gemm_, o, "fwd " + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
+  runner_ = make_cgemm_runner(*choice.kernel);
+  gemm_reason_ = choice.reason;
+  r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_x(d_, g_) + planes_w(d_));
+  r2c_x_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_x(d_, g_));
+  c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_out(d_, g_));
+  const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
+  off_out_ = align_up(plane * (planes_x(d_, g_) + planes_w(d_)));
+  off_work_ = off_out_ + align_up(plane * planes_out(d_, g_));
+  off_gemm_ = off_work_ + align_up(std::max({r2c_all_->work_size(), r2c_x_->work_size(),
+                                             c2r_->work_size()}));
+  workspace_ = off_gemm_ + align_up(runner_->workspace_size(gemm_));
+  if (workspace_ > o.workspace_limit) {
+    throw Error(Status::kOutOfMemory, what(g_) + " needs a workspace of " +
+                                          std::to_string(workspace_) + " bytes (" +
+                                          mib(workspace_) + "), over the limit of " +
+                                          std::to_string(o.workspace_limit) + " bytes");
+  }
+}
+
+FftConvAlgo::~FftConvAlgo() { clear_filter(); }
+
+void FftConvAlgo::forward(const FwdArgs& a, cudaStream_t stream, StageMarks* marks) {
+  auto* base = static_cast<unsigned char*>(a.workspace);
+  auto* spec_in = reinterpret_cast<float*>(base);
+  auto* spec_out = reinterpret_cast<float*>(base + off_out_);
+  void* work = base + off_work_;
+  const std::int64_t x_planes = planes_x(d_, g_);
+  const bool per_call_filter = a.w != nullptr;
+  FFTCONV_ASSERT(per_call_filter || kept_, "forward without a filter and none kept");
+
+  // 1. zero-pad the input (offset by the padding, one plane per tile) and, unless the filter
+  //    spectrum is kept, the filter (at the origin, dilated), into one batch of FFT planes.
+  const TileMap x_map{d_.c, g_.tiles_h, g_.tiles_w, g_.tile_out_h * d_.stride_h,
+                      g_.tile_out_w * d_.stride_w};
+  const PadSegment segs[2] = {
+      {a.x, spec_in, x_planes, Placement{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1}, x_map},
+      {a.w, spec_in + x_planes * g_.real_plane_floats(), planes_w(d_),
+       Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, TileMap{}},
+  };
+  launch_pad(segs, per_call_filter ? 2 : 1, d_.dtype, g_, stream);
+  if (marks) marks->mark("pad", stream);
+  // 2. one r2c over every plane padded above.
+  (per_call_filter ? r2c_all_ : r2c_x_)->exec(spec_in, work, stream);
+  if (marks) marks->mark("r2c", stream);
+  // 3. per-frequency GEMM: Y[m,k,f] = sum_c X[m,c,f] * conj(W[k,c,f]) per group, m = image*tile.
+  CgemmOperands ops;
+  ops.a = reinterpret_cast<const float2*>(spec_in);
+  ops.b = per_call_filter ? reinterpret_cast<const float2*>(spec_in) + x_planes * g_.bins
+                          : reinterpret_cast<const float2*>(kept_);
+  ops.c = reinterpret_cast<float2*>(spec_out);
+  runner_->run(gemm_, ops, base + off_gemm_, stream);
+  if (marks) marks->mark("gemm", stream);
+  // 4. c2r in place.
+  c2r_->exec(spec_out, work, stream);
+  if (marks) marks->mark("c2r", stream);
+  // 5. valid window of every tile, 1/(Fh*Fw) scale, stride, bias, output dtype.
+  ClipArgs clip;
+  clip.src = spec_out;
+  clip.y = a.y;
+  clip.bias = a.bias;
+  clip.planes = d_.n * d_.k;
+  clip.k = d_.k;
+  clip.out_h = d_.out_h();
+  clip.out_w = d_.out_w();
+  clip.stride_h = d_.stride_h;
+  clip.stride_w = d_.stride_w;
+  clip.scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
+  launch_clip(clip, d_.dtype, g_, stream);
+  if (marks) marks->mark("clip", stream);
+}
+
+std::size_t FftConvAlgo::filter_bytes() const {
+  return kept_ ? static_cast<std::size_t>(planes_w(d_)) * g_.bins * 8 : 0;
+}
+
+void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
+  if (!kept_) {
+    if (!r2c_w_) r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_w(d_));
+    const std::size_t bytes = static_cast<std::size_t>(planes_w(d_)) * g_.bins * 8;
+    float* kept = nullptr;
+    cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&kept), bytes);
+    void* work = nullptr;
+    if (err == cudaSuccess && r2c_w_->work_size() > 0) {
+      err = cudaMalloc(&work, r2c_w_->work_size());
+      if (err != cudaSuccess) cudaFree(kept);
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw Error(err == cudaErrorMemoryAllocation ? Status::kOutOfMemory : Status::kCudaError,
+                  "set_filter: keeping the filter spectrum needs " + std::to_string(bytes) +
+                      " bytes (" + mib(bytes) + ") and " + std::to_string(r2c_w_->work_size()) +
+                      " bytes of cuFFT scratch: " + cudaGetErrorString(err));
+    }
+    kept_ = kept;
+    kept_work_ = work;
+  }
+  const PadSegment seg{w, kept_, planes_w(d_), Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w},
+                       TileMap{}};
+  launch_pad(&seg, 1, d_.dtype, g_, stream);
+  r2c_w_->exec(kept_, kept_work_, stream);
+}
+
+void FftConvAlgo::clear_filter() {
+  // Free only once work already enqueued that may read the spectrum has finished.
+  if (kept_ || kept_work_) cudaDeviceSynchronize();
+  if (kept_) cudaFree(kept_);
+  if (kept_work_) cudaFree(kept_work_);
+  kept_ = nullptr;
+  kept_work_ = nullptr;
+}
+
+FftGeometry FftConvAlgo::tune_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
+  const std::string path = o.tuning_cache.empty() ? tuning_cache_path_from_env() : o.tuning_cache;
+  const std::string device = tuning_device_name();
+  const std::string key = "fwd " + d.to_string() + " fft-size";
+  if (!path.empty()) {
+    if (auto hit = tuning_cache(path).lookup(device, key)) {
+      long long fh = 0, fw = 0;
+      if (std::sscanf(hit->choice.c_str(), "%lldx%lld", &fh, &fw) == 2 && fh >= min_fft_h(d) &&
+          fw >= min_fft_w(d)) {
+        if (reason) *reason = "fft size from tuning cache " + path;
+        return make_fft_geometry(d, fh, fw);
+      }
+      std::fprintf(stderr,
+                   "fftconv: warning: tuning cache %s has an unusable FFT size '%s'; retuning\n",
+                   path.c_str(), hit->choice.c_str());
+    }
+  }
+  const std::vector<FftGeometry> candidates = ranked_fft_geometries(d, kFftSizeCandidates);
+  const std::size_t es = dtype_size(d.dtype);
+  Scratch x(es * d.x_elems()), w(es * d.w_elems()), y(es * d.y_elems());
+  launch_fill_uniform(x.ptr, d.x_elems(), d.dtype, 21, nullptr);
+  launch_fill_uniform(w.ptr, d.w_elems(), d.dtype, 22, nullptr);
+  Options heuristic = o;
+  heuristic.tuning = Tuning::kHeuristic;
+  EventPair ev;
+  double best_ms = std::numeric_limits<double>::infinity();
+  FftGeometry best = candidates.front();
+  std::string timings;
+  for (const FftGeometry& g : candidates) {
+    if (!can_implement(d, o, g).ok()) continue;
+    FftConvAlgo algo(d, heuristic, g);
+    Scratch ws(algo.workspace_size());
+    const FwdArgs args{x.ptr, w.ptr, nullptr, y.ptr, ws.ptr};
+    algo.forward(args, nullptr, nullptr);  // warm-up
+    std::vector<float> ms;
+    for (int i = 0; i < kFftSizeRuns; ++i) {
+      FFTCONV_CUDA_CHECK(cudaEventRecord(ev.start, nullptr));
+      algo.forward(args, nullptr, nullptr);
+      FFTCONV_CUDA_CHECK(cudaEventRecord(ev.stop, nullptr));
+      FFTCONV_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+      float e = 0.0f;
+      FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&e, ev.start, ev.stop));
+      ms.push_back(e);
+    }
+    std::sort(ms.begin(), ms.end());
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s%s %.4f ms", timings.empty() ? "" : ", ",
+                  size_text(g).c_str(), ms[ms.size() / 2]);
+    timings += buf;
+    if (ms[ms.size() / 2] < best_ms) {
+      best_ms = ms[ms.size() / 2];
+      best = g;
+    }
+  }
+  if (!path.empty() && best_ms < std::numeric_limits<double>::infinity()) {
+    tuning_cache(path).store({device, key, size_text(best), best_ms});
+  }
+  if (reason) *reason = "fft size autotuned [" + timings + "]";
+  return best;
+}
+
+void FftConvAlgo::fill_info(PlanInfo& info) const {
+  info.algo = g_.tiled ? Algo::kFftTiled : Algo::kFft;
+  info.fft_h = g_.fft_h;
+  info.fft_w = g_.fft_w;
+  info.tiles_h = g_.tiles_h;
+  info.tiles_w = g_.tiles_w;
+  info.gemm = runner_->kernel().name;
+  info.gemm_flops = gemm_.flops();
+  info.gemm_min_bytes = gemm_.min_bytes();
+  info.workspace_bytes = workspace_;
+  info.reason = gemm_reason_;
+}
+
+}  // namespace fftconv::detail
