@@ -15,7 +15,7 @@ constexpr double kStreamBytesPerUs = 3.0e6;
 // A batched 2D cuFFT of small planes reads and writes its data about twice (row and column passes).
 constexpr double kFftPasses = 2.0;
 // Relative cost per element of a transform length, by radix and by how many radices it mixes.
-// Fitted to the FFT-size sweep in data/results/h200/suite-forward.json (fftconv-bench --fft all):
+// Fitted to the FFT-size sweep in data/results/h200/suite-fft-sizes.json (fftconv-bench --fft all):
 // cuFFT is fastest on single-radix lengths (photo_blur_rgb_2k: 2187 = 3^7 in 0.53 ms against
 // 0.75 at 2160 = 2^4*3^3*5; multichannel_r45: 81 beats 80), and factors of 7 cost most
 // (replknet_dw31_56: 75 and 80 lose to 72; strided2: 147 = 3*7^2 is 1.9x slower than 144).
@@ -24,11 +24,11 @@ constexpr double kMixedRadixPenalty = 0.15;  // per radix beyond the first
 
 // Sustained rate of the register-tiled per-frequency GEMM, in FLOP per microsecond.
 constexpr double kGemmFlopsPerUs = 10.0e6;
-// Small problems pay about 5 us per stage on the H200 (data/results/h200/suite-forward.json:
+// Small problems pay about 5 us per stage on the H200 (data/results/h200/suite-fft-sizes.json:
 // seed3_landmark_same runs its five stages in 34 us, the streaming terms predict 5 us of that).
 constexpr double kLaunchUs = 5.0;
 constexpr int kFftLaunches = 5;  // pad, r2c, gemm, c2r, clip
-// cuDNN strict fp32, measured on the H200 (suite-forward.json, best of cudnnFind): thin
+// cuDNN strict fp32, measured on the H200 (suite-fft-sizes.json, best of cudnnFind): thin
 // convolutions (depthwise, few channels per group) run at 4.5-5.7 TFLOP/s whatever the kernel;
 // dense ones at ~40 TFLOP/s with small kernels (grouped 3x3: 39.6) and ~20 with large ones
 // (strided2, 31x31: 19.8).
@@ -162,7 +162,7 @@ bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out) {
 const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count) {
   const double want = kMinWaves * std::max(sm_count, 1) * 2048.0;
   // The shared-memory tilings are not chosen here: on every suite row of
-  // data/results/h200/suite-forward.json the register tilings were faster (multichannel_r45:
+  // data/results/h200/suite-fft-sizes.json the register tilings were faster (multichannel_r45:
   // best smem 1.63 ms against regtile_8x8 1.43 ms for the whole forward). Autotune still tries
   // them. Tiles stop at 8 for the same reason: regtile_16x2 took 1.71 ms there.
   int tm = pow2_ceil(p.m);

@@ -1,5 +1,7 @@
 // Every row of the shipped shape suites against the fp64 device oracle: the FFT path, Auto, and
 // (fp32) the cuDNN path.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "gpu_test_util.h"
@@ -35,6 +37,14 @@ TEST(SuiteFiles, Load) {
 
 class SuiteRow : public ::testing::TestWithParam<testing::ShapeRow> {};
 
+// The cuDNN path sums C/groups*R*S products per output in fp32 (no FFT): its error grows like
+// sqrt(length) * eps. wide_c64_512_r45 (129600 terms) measured max_err 1.6e-5 on the H200. Our
+// own paths keep the fp32 tolerance of 1e-5 whatever the length.
+double cudnn_tolerance(const ConvDesc& d) {
+  const double length = double(d.c_per_group()) * d.r * d.s;
+  return std::max(testing::tolerance(d.dtype), 4.0 * std::sqrt(length) * 0x1p-24);
+}
+
 void expect_matches(const Problem& p, const Options& o, const char* what) {
   RunResult r;
   try {
@@ -43,7 +53,7 @@ void expect_matches(const Problem& p, const Options& o, const char* what) {
     ADD_FAILURE() << what << " " << p.desc.to_string() << ": " << e.what();
     return;
   }
-  const double tol = testing::tolerance(p.desc.dtype);
+  const double tol = o.algo == Algo::kCudnn ? cudnn_tolerance(p.desc) : testing::tolerance(p.desc.dtype);
   std::printf("[ row      ] %-8s %s %s\n", what, r.err.to_string().c_str(), r.describe.c_str());
   EXPECT_TRUE(r.err.pass(tol)) << what << " " << p.desc.to_string() << " seed " << p.seed << ": "
                                << r.err.to_string() << " (tolerance " << tol << ") "
