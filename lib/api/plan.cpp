@@ -219,7 +219,10 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
       const bool has_tiled = detail::choose_tiled_geometry(desc, &tiled);
       std::vector<Candidate> order = {{Algo::kFft, detail::estimate_fft_us(desc, full)},
                                       {Algo::kCudnn, detail::estimate_direct_us(desc)}};
-      if (has_tiled) order.push_back({Algo::kFftTiled, detail::estimate_fft_us(desc, tiled)});
+      if (has_tiled) {
+        order.push_back({Algo::kFftTiled,
+                         detail::estimate_fft_us(desc, tiled) * detail::kTiledOverheadFactor});
+      }
       std::stable_sort(order.begin(), order.end(),
                        [](const Candidate& a, const Candidate& b) { return a.us < b.us; });
       reason = "auto: estimated fft " + size_text(full.fft_h, full.fft_w) + " " +

@@ -23,6 +23,12 @@ FftGeometry choose_fft_geometry(const ConvDesc& d);
 /// The `count` FFT sizes with the lowest estimates, best first.
 std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count);
 
+/// Tiling re-reads input halos and its estimate does not see that: Auto tiles only when the
+/// estimate wins by more than this factor (seed3_cntk_valid, estimates tied: tiled 2x1 ran
+/// 0.044 ms against 0.039 full-image; photo_blur_rgb_2k, 8% estimated gain: 0.415 against 0.527;
+/// data/results/h200/suite-forward.json and suite-fft-sizes.json).
+constexpr double kTiledOverheadFactor = 1.05;
+
 /// Overlap-save: the tile FFT size (smooth, kMinTile..kMaxTile per axis, more than one tile)
 /// with the lowest estimate; false when no tile fits the dilated kernel.
 bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out);
