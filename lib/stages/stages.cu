@@ -22,12 +22,21 @@ struct PadParams {
 // with 32-bit index math inside the plane; whole planes of zeros and data alike are written, so
 // the transform never sees stale workspace.
 constexpr int kPadThreads = 256;
-// Elements per block: 4 per thread. Larger chunks left small problems (landmark_batch64: 195
-// blocks) with 16 dependent load/store rounds per thread, 12-14 us for 2.4 MB.
-constexpr int kPadChunk = 1024;
+// Elements per block, sized to the problem: 16 per thread when there is plenty of work (fewer
+// blocks, less per-block index math: multichannel_r45 pad 0.30 ms against 0.44 ms with 4), down
+// to 4 when there is little (16 dependent rounds per thread cost landmark_batch64's pad and clip
+// 12-14 us for 2.4 MB each; 10 us with 4). Target: about four waves of eight blocks per SM.
+constexpr int kMinChunk = 1024, kMaxChunk = 4096;
+constexpr std::int64_t kTargetBlocks = 4 * 132 * 8;
+
+int chunk_for(std::int64_t total) {
+  const std::int64_t per_block = (total / kTargetBlocks + kPadThreads - 1) / kPadThreads * kPadThreads;
+  return static_cast<int>(std::min<std::int64_t>(kMaxChunk, std::max<std::int64_t>(kMinChunk, per_block)));
+}
 
 template <typename T>
-__global__ void __launch_bounds__(kPadThreads) pad_kernel(PadParams p, int chunks_per_plane) {
+__global__ void __launch_bounds__(kPadThreads)
+    pad_kernel(PadParams p, int chunk, int chunks_per_plane) {
   const PadSegment& seg = p.seg[blockIdx.y];
   const T* src = static_cast<const T*>(seg.src);
   const Placement& pl = seg.place;
@@ -35,8 +44,8 @@ __global__ void __launch_bounds__(kPadThreads) pad_kernel(PadParams p, int chunk
   const int pairs = static_cast<int>(p.fft_h) * half_w;
   for (std::int64_t block = blockIdx.x; block < seg.planes * chunks_per_plane; block += gridDim.x) {
     const std::int64_t plane = block / chunks_per_plane;
-    const int begin = static_cast<int>(block - plane * chunks_per_plane) * kPadChunk;
-    const int end = min(begin + kPadChunk, pairs);
+    const int begin = static_cast<int>(block - plane * chunks_per_plane) * chunk;
+    const int end = min(begin + chunk, pairs);
     float2* dst = reinterpret_cast<float2*>(seg.dst + plane * p.fft_h * p.pitch);
     const PlaneSource ps = pad_plane_source(plane, seg.map, pl.off_h, pl.off_w);
     const T* src_plane = src + ps.plane * pl.src_h * pl.src_w;
@@ -60,7 +69,7 @@ __global__ void __launch_bounds__(kPadThreads) pad_kernel(PadParams p, int chunk
 // Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
 template <typename T>
 __global__ void __launch_bounds__(kPadThreads)
-    clip_kernel(ClipArgs a, FftGeometry g, int chunks_per_plane) {
+    clip_kernel(ClipArgs a, FftGeometry g, int chunk, int chunks_per_plane) {
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
   const int out_w = static_cast<int>(a.out_w);
@@ -68,8 +77,8 @@ __global__ void __launch_bounds__(kPadThreads)
   const int tile_h = static_cast<int>(g.tile_out_h), tile_w = static_cast<int>(g.tile_out_w);
   for (std::int64_t block = blockIdx.x; block < a.planes * chunks_per_plane; block += gridDim.x) {
     const std::int64_t plane = block / chunks_per_plane;
-    const int begin = static_cast<int>(block - plane * chunks_per_plane) * kPadChunk;
-    const int end = min(begin + kPadChunk, per_plane);
+    const int begin = static_cast<int>(block - plane * chunks_per_plane) * chunk;
+    const int end = min(begin + chunk, per_plane);
     const float b = bias ? to_float(bias[plane % a.k]) : 0.0f;
     T* dst = y + plane * per_plane;
     for (int i = begin + threadIdx.x; i < end; i += kPadThreads) {
@@ -93,39 +102,46 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   FFTCONV_ASSERT(count >= 1 && count <= kMaxPadSegments, "pad segment count out of range");
   FFTCONV_ASSERT(g.fft_h * (g.pitch / 2) < (std::int64_t{1} << 31), "FFT plane too large");
   PadParams p{};
-  std::int64_t max_planes = 0;
+  std::int64_t max_planes = 0, total_planes = 0;
   for (int i = 0; i < count; ++i) {
     p.seg[i] = segments[i];
     max_planes = std::max(max_planes, segments[i].planes);
+    total_planes += segments[i].planes;
   }
   p.fft_h = g.fft_h;
   p.fft_w = g.fft_w;
   p.pitch = g.pitch;
-  const int chunks = static_cast<int>((g.fft_h * (g.pitch / 2) + kPadChunk - 1) / kPadChunk);
+  const std::int64_t pairs = g.fft_h * (g.pitch / 2);
+  const int chunk = chunk_for(total_planes * pairs);
+  const int chunks = static_cast<int>((pairs + chunk - 1) / chunk);
   const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, 1 << 20)),
                   static_cast<unsigned>(count));
   switch (dtype) {
-    case DType::kF32: pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunks); break;
-    case DType::kF16: pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunks); break;
-    case DType::kBF16: pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunks); break;
+    case DType::kF32: pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks); break;
+    case DType::kF16: pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks); break;
+    case DType::kBF16:
+      pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
+      break;
   }
   FFTCONV_CHECK_LAUNCH();
 }
 
 void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream) {
   FFTCONV_ASSERT(args.out_h * args.out_w < (std::int64_t{1} << 31), "output plane too large");
-  const int chunks = static_cast<int>((args.out_h * args.out_w + kPadChunk - 1) / kPadChunk);
+  const std::int64_t per_plane = args.out_h * args.out_w;
+  const int chunk = chunk_for(args.planes * per_plane);
+  const int chunks = static_cast<int>((per_plane + chunk - 1) / chunk);
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
   switch (dtype) {
     case DType::kF32:
-      clip_kernel<float><<<grid, kPadThreads, 0, stream>>>(args, g, chunks);
+      clip_kernel<float><<<grid, kPadThreads, 0, stream>>>(args, g, chunk, chunks);
       break;
     case DType::kF16:
-      clip_kernel<__half><<<grid, kPadThreads, 0, stream>>>(args, g, chunks);
+      clip_kernel<__half><<<grid, kPadThreads, 0, stream>>>(args, g, chunk, chunks);
       break;
     case DType::kBF16:
-      clip_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(args, g, chunks);
+      clip_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(args, g, chunk, chunks);
       break;
   }
   FFTCONV_CHECK_LAUNCH();
