@@ -97,9 +97,10 @@ struct PlanInfo {
 ///
 /// Building a plan may allocate (cuFFT plans, cuDNN's search buffers) and synchronise; running it
 /// never does: forward() only enqueues work on the caller's stream and uses the caller's workspace,
-/// so it can be captured in a CUDA graph. A plan is immutable once built. Several threads may call
-/// forward() on one plan at once: host-side enqueueing is serialised inside, and each call must
-/// have its own workspace while calls overlap on the device.
+/// so it can be captured in a CUDA graph. A plan's configuration is fixed once built; only the
+/// kept filter (set_filter / clear_filter) changes. Several threads may call forward() on one plan
+/// at once: host-side enqueueing is serialised inside, and each call must have its own workspace
+/// while calls overlap on the device.
 class Plan {
  public:
   /// Validates the descriptor and builds the plan; throws Error with the reason on failure.
