@@ -26,6 +26,31 @@ const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
 Algo parse_algo(const std::string& name);
 
+/// Which pass of a convolution a plan computes. Each pass has its own algorithm choice and
+/// workspace (as in cuDNN); build one plan per pass.
+enum class Pass : int {
+  kForward = 0,         ///< y = conv(x, w) + bias
+  kBackwardData = 1,    ///< dx = dL/dx given dy and w (torch.nn.grad.conv2d_input)
+  kBackwardFilter = 2,  ///< dw = alpha * dL/dw + beta * dw given x and dy (conv2d_weight)
+};
+
+/// "fwd", "dgrad", "wgrad".
+const char* pass_name(Pass p) noexcept;
+/// Parses a pass name; throws Error(kInvalidArgument) otherwise.
+Pass parse_pass(const std::string& name);
+
+/// Where a plan runs.
+enum class Backend : int {
+  kGpu = 0,   ///< the current CUDA device; tensors and workspace are device memory
+  kCpu = 1,   ///< the host FFT pipeline (FFTW, fp32 forward); tensors are host memory
+  kAuto = 2,  ///< the GPU when one is present, else the CPU
+};
+
+/// "gpu", "cpu", "auto".
+const char* backend_name(Backend b) noexcept;
+/// Parses a backend name; throws Error(kInvalidArgument) otherwise.
+Backend parse_backend(const std::string& name);
+
 /// How the cuDNN path picks its algorithm at plan time.
 enum class CudnnSearch : int {
   kFind = 0,       ///< cudnnFindConvolutionForwardAlgorithmEx: time every algorithm, keep the fastest
@@ -49,6 +74,13 @@ struct Options {
   static constexpr std::size_t kNoLimit = ~std::size_t{0};
 
   Algo algo = Algo::kAuto;
+  /// The pass the plan computes: forward(), backward_data() or backward_filter().
+  Pass pass = Pass::kForward;
+  /// Where the plan runs. kCpu: host pointers, no workspace, synchronous calls (see Plan).
+  Backend backend = Backend::kGpu;
+  /// Backward-filter plans with fp16/bf16 tensors: write dw in fp32 (master gradients) instead
+  /// of the descriptor's dtype. Ignored for fp32.
+  bool dw_fp32 = false;
   /// Largest workspace the plan may ask for, in bytes. An algorithm that needs more is not used.
   std::size_t workspace_limit = kNoLimit;
   /// cuDNN path only: allow TF32 tensor cores for fp32 data. The FFT path is always full fp32.
@@ -79,6 +111,8 @@ std::vector<std::string> gemm_kernel_names();
 
 /// What a plan chose; for reports, logs and benchmarks.
 struct PlanInfo {
+  Pass pass = Pass::kForward;   ///< the pass the plan computes
+  Backend backend = Backend::kGpu;  ///< where it runs (never kAuto)
   Algo algo = Algo::kAuto;      ///< the algorithm that runs (never kAuto)
   std::int64_t fft_h = 0;       ///< FFT size (FFT paths; per tile when tiled), else 0
   std::int64_t fft_w = 0;
@@ -93,7 +127,9 @@ struct PlanInfo {
   std::string reason;           ///< why this algorithm and these sizes were chosen
 };
 
-/// A convolution prepared for execution on the current CUDA device.
+/// A convolution pass prepared for execution on the current CUDA device (or on the host, with
+/// Backend::kCpu: then every tensor is host memory, workspace_size() is 0 (the plan owns its
+/// buffers), the stream is ignored and calls run to completion before they return).
 ///
 /// Building a plan may allocate (cuFFT plans, cuDNN's search buffers) and synchronise; running it
 /// never does: forward() only enqueues work on the caller's stream and uses the caller's workspace,
@@ -126,6 +162,20 @@ class Plan {
   /// anything is enqueued: on error nothing is written.
   void forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
                std::size_t workspace_bytes, cudaStream_t stream) const;
+
+  /// Backward data (plans built with Options::pass = Pass::kBackwardData): dx = dL/dx for the
+  /// output gradient dy (n x k x Ho x Wo) and filter w (null: the kept filter), dx is n x c x h x w,
+  /// all of the descriptor's dtype. Same rules as forward(): checked first, enqueue only.
+  void backward_data(const void* dy, const void* w, void* dx, void* workspace,
+                     std::size_t workspace_bytes, cudaStream_t stream) const;
+
+  /// Backward filter (plans built with Options::pass = Pass::kBackwardFilter):
+  /// dw = alpha * dL/dw + beta * dw for input x and output gradient dy. dw is k x c/groups x r x s
+  /// of the descriptor's dtype, or fp32 when Options::dw_fp32 is set for fp16/bf16 data. With
+  /// beta == 0, dw is not read (it may hold anything, NaN included). Same rules as forward().
+  void backward_filter(const void* x, const void* dy, void* dw, void* workspace,
+                       std::size_t workspace_bytes, cudaStream_t stream, float alpha = 1.0f,
+                       float beta = 0.0f) const;
 
   /// Keeps the filter in device memory owned by the plan: for the FFT paths its spectrum at the
   /// plan's FFT size (the filter's pad and transform then leave forward()), for cuDNN a copy.

@@ -38,6 +38,40 @@ std::vector<std::string> gemm_kernel_names() {
   return names;
 }
 
+const char* pass_name(Pass p) noexcept {
+  switch (p) {
+    case Pass::kForward: return "fwd";
+    case Pass::kBackwardData: return "dgrad";
+    case Pass::kBackwardFilter: return "wgrad";
+  }
+  return "unknown_pass";
+}
+
+Pass parse_pass(const std::string& name) {
+  if (name == "fwd") return Pass::kForward;
+  if (name == "dgrad") return Pass::kBackwardData;
+  if (name == "wgrad") return Pass::kBackwardFilter;
+  throw Error(Status::kInvalidArgument,
+              "unknown pass '" + name + "' (expected fwd, dgrad or wgrad)");
+}
+
+const char* backend_name(Backend b) noexcept {
+  switch (b) {
+    case Backend::kGpu: return "gpu";
+    case Backend::kCpu: return "cpu";
+    case Backend::kAuto: return "auto";
+  }
+  return "unknown_backend";
+}
+
+Backend parse_backend(const std::string& name) {
+  if (name == "gpu") return Backend::kGpu;
+  if (name == "cpu") return Backend::kCpu;
+  if (name == "auto") return Backend::kAuto;
+  throw Error(Status::kInvalidArgument,
+              "unknown backend '" + name + "' (expected gpu, cpu or auto)");
+}
+
 const char* tuning_name(Tuning t) noexcept {
   switch (t) {
     case Tuning::kHeuristic: return "heuristic";
