@@ -17,6 +17,23 @@ void conv2d_forward_host(const ConvDesc& d, const float* x, const float* w, cons
 void conv2d_forward_device(const ConvDesc& d, const float* x, const float* w, const float* bias,
                            double* y, cudaStream_t stream);
 
+/// dx (n*c*h*w doubles) = dL/dx given dy = dL/dy (n*k*out_h*out_w), as torch.nn.grad.conv2d_input:
+///   dx[n,c,i,j] = sum over k in group(c) and (p, r), (q, s) with p*sh + r*dh - ph == i and
+///   q*sw + s*dw - pw == j of dy[n,k,p,q] * w[k,c',r,s].
+/// Every element is written (input positions no output reads get 0).
+void conv2d_backward_data_host(const ConvDesc& d, const float* dy, const float* w, double* dx);
+
+/// dw (k*(c/groups)*r*s doubles) = dL/dw given x and dy, as torch.nn.grad.conv2d_weight:
+///   dw[k,c',r,s] = sum_{n,p,q} x[n, g*Cg + c', p*sh + r*dh - ph, q*sw + s*dw - pw] * dy[n,k,p,q].
+void conv2d_backward_filter_host(const ConvDesc& d, const float* x, const float* dy, double* dw);
+
+/// Same on the device: device pointers, enqueued on `stream`. Gather form (no atomics) with a fixed
+/// fp64 summation order, so repeated runs give bit-identical results.
+void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float* w, double* dx,
+                                 cudaStream_t stream);
+void conv2d_backward_filter_device(const ConvDesc& d, const float* x, const float* dy, double* dw,
+                                   cudaStream_t stream);
+
 }  // namespace fftconv::reference
 
 #include <complex>
