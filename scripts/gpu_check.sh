@@ -7,7 +7,9 @@
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
-# FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_ARGS, CMAKE_CUDA_ARCHITECTURES (default 90).
+# FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default fwd,dgrad,wgrad),
+# FFTCONV_BENCH_OPTS (default "--verify --gemm all --stages"), FFTCONV_BENCH_ARGS (appended),
+# CMAKE_CUDA_ARCHITECTURES (default 90).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -50,7 +52,8 @@ if step bench; then
   for suite in data/shapes/*.csv; do
     base=$(basename "$suite" .csv)
     # shellcheck disable=SC2086
-    "$BUILD/apps/fftconv-bench" --shapes "$suite" --verify --gemm all --stages \
+    "$BUILD/apps/fftconv-bench" --shapes "$suite" --pass "${FFTCONV_BENCH_PASSES:-fwd,dgrad,wgrad}" \
+      ${FFTCONV_BENCH_OPTS:---verify --gemm all --stages} \
       --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
     cat "$OUT/bench-$base.txt"
   done

@@ -25,6 +25,7 @@ using fftconv::Algo;
 using fftconv::ConvDesc;
 using fftconv::DType;
 using fftconv::Options;
+using fftconv::Pass;
 using fftconv::Plan;
 namespace ft = fftconv::testing;
 
@@ -51,17 +52,19 @@ struct Config {
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
   std::string tuning_cache;
+  std::vector<Pass> passes = {Pass::kForward};
   std::string command;
 };
 
 struct Row {
   std::string name, desc, dtype, status = "ok";
-  bool verified = false, pass = true;
+  std::string pass = "fwd";  // fwd, dgrad or wgrad
+  bool verified = false, ok = true;
   double engine_ms = NAN, plan_ms = NAN, fft_ms = NAN;
   double cudnn_ms = NAN, cudnn_tf32_ms = NAN, speedup = NAN;
   std::string cudnn_algo, cudnn_tf32_algo;
   double rel_err = NAN, max_err = NAN;
-  double kept_ms = NAN, kept_rel_err = NAN;  // forward with the filter spectrum kept (set_filter)
+  double kept_ms = NAN, kept_rel_err = NAN;  // fwd/dgrad with the filter spectrum kept (set_filter)
   std::int64_t tiles_h = 1, tiles_w = 1;
   std::string algo, gemm, reason;
   std::int64_t fft_h = 0, fft_w = 0;
@@ -84,6 +87,7 @@ struct Row {
       "  shape flags       --n --c --h --w --k --r --s --pad --pad-h --pad-w --stride --stride-h\n"
       "                    --stride-w --dil --dil-h --dil-w --groups --dtype f32|f16|bf16 --name\n"
       "  --desc STRING     one shape by its canonical string (n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32)\n"
+      "  --pass LIST       passes to run, comma-separated: fwd (default), dgrad, wgrad\n"
       "  --verify          compare with the fp64 device oracle; exit 1 if a row is out of tolerance\n"
       "  --json FILE       write the results as JSON\n"
       "  --iters N         timed runs per measurement (median reported; default 20)\n"
@@ -94,7 +98,8 @@ struct Row {
       "                    regret (its tiling's time / the best own tiling's time)\n"
       "  --fft HxW|all     FFT path: force the FFT size, or (all) time the first candidate sizes\n"
       "  --workspace-limit BYTES  largest workspace the engine may plan for\n"
-      "  --stages          time every stage of the engine (pad, r2c, gemm, c2r, clip); GEMM GFLOP/s\n"
+      "  --stages          time every stage of the forward engine (pad, r2c, gemm, c2r, clip);\n"
+      "                    GEMM GFLOP/s\n"
       "  --tuning MODE     heuristic (default), autotune or exhaustive GEMM choice at plan time\n"
       "  --tuning-cache F  tuning cache file for autotune/exhaustive (default $FFTCONV_TUNING_CACHE)\n"
       "  --no-cudnn        skip the cuDNN baselines\n"
@@ -161,6 +166,15 @@ Config parse_args(int argc, char** argv) {
       c.single.push_back({name == "cli" ? "desc" : name, ConvDesc::parse(value(i))});
     } else if (a == "--shapes") {
       c.shape_files.push_back(value(i));
+    } else if (a == "--pass") {
+      c.passes.clear();
+      std::stringstream list(value(i));
+      std::string item;
+      while (std::getline(list, item, ',')) c.passes.push_back(fftconv::parse_pass(item));
+      if (c.passes.empty()) {
+        std::fprintf(stderr, "fftconv-bench: --pass needs at least one of fwd, dgrad, wgrad\n");
+        usage(2);
+      }
     } else if (a == "--verify") {
       c.verify = true;
     } else if (a == "--no-cudnn") {
@@ -204,39 +218,49 @@ Config parse_args(int argc, char** argv) {
   return c;
 }
 
-// Input sets: several copies when they fit in L2, so repeated runs do not time the cache.
+// Input sets: several copies when they fit in L2, so repeated runs do not time the cache. x, w
+// and dy are the pass's possible inputs (dy only for backward passes); out is its output.
 struct Inputs {
-  std::vector<ft::DeviceBuffer> x, w;
-  ft::DeviceBuffer bias, y, x32, w32, bias32;
+  std::vector<ft::DeviceBuffer> x, w, dy;
+  ft::DeviceBuffer bias, out, x32, w32, bias32, dy32;
   int copies = 1;
 };
 
-Inputs make_inputs(const ConvDesc& d, std::uint64_t seed) {
+std::int64_t out_elems(const ConvDesc& d, Pass pass) {
+  return pass == Pass::kForward ? d.y_elems() : pass == Pass::kBackwardData ? d.x_elems() : d.w_elems();
+}
+
+ft::DeviceBuffer upload(const std::vector<unsigned char>& bytes) {
+  ft::DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+Inputs make_inputs(const ConvDesc& d, Pass pass, std::uint64_t seed) {
   Inputs in;
   const std::size_t es = fftconv::dtype_size(d.dtype);
-  const std::size_t in_bytes = es * (d.x_elems() + d.w_elems());
+  const bool backward = pass != Pass::kForward;
+  const std::size_t in_bytes = es * (d.x_elems() + d.w_elems() + (backward ? d.y_elems() : 0));
   in.copies = in_bytes < kL2Bytes
                   ? static_cast<int>(std::min<std::size_t>(kMaxRotations, 2 * kL2Bytes / in_bytes + 1))
                   : 1;
   const auto xv = ft::random_values(d.x_elems(), seed, d.dtype);
   const auto wv = ft::random_values(d.w_elems(), seed + 1, d.dtype);
   const auto bv = ft::random_values(d.k, seed + 2, d.dtype);
-  const auto xb = ft::encode(xv, d.dtype), wb = ft::encode(wv, d.dtype), bb = ft::encode(bv, d.dtype);
+  const auto dyv = backward ? ft::random_values(d.y_elems(), seed + 3, d.dtype) : std::vector<float>();
+  const auto xb = ft::encode(xv, d.dtype), wb = ft::encode(wv, d.dtype);
+  const auto dyb = ft::encode(dyv, d.dtype);
   for (int i = 0; i < in.copies; ++i) {
-    in.x.emplace_back(xb.size());
-    in.x.back().upload(xb.data(), xb.size());
-    in.w.emplace_back(wb.size());
-    in.w.back().upload(wb.data(), wb.size());
+    in.x.push_back(upload(xb));
+    in.w.push_back(upload(wb));
+    if (backward) in.dy.push_back(upload(dyb));
   }
-  in.bias = ft::DeviceBuffer(bb.size());
-  in.bias.upload(bb.data(), bb.size());
-  in.y = ft::DeviceBuffer(es * d.y_elems());
-  in.x32 = ft::DeviceBuffer(4 * xv.size());
-  in.x32.upload(xv.data(), 4 * xv.size());
-  in.w32 = ft::DeviceBuffer(4 * wv.size());
-  in.w32.upload(wv.data(), 4 * wv.size());
-  in.bias32 = ft::DeviceBuffer(4 * bv.size());
-  in.bias32.upload(bv.data(), 4 * bv.size());
+  in.bias = upload(ft::encode(bv, d.dtype));
+  in.out = ft::DeviceBuffer(es * out_elems(d, pass));
+  in.x32 = upload(ft::encode(xv, DType::kF32));
+  in.w32 = upload(ft::encode(wv, DType::kF32));
+  in.bias32 = upload(ft::encode(bv, DType::kF32));
+  if (backward) in.dy32 = upload(ft::encode(dyv, DType::kF32));
   return in;
 }
 
@@ -247,8 +271,8 @@ struct Timed {
   std::vector<fftconv::StageTime> stages;
 };
 
-// Plans (timed on the host) and times forward; leaves the last result in in.y.
-// kept: the filter goes to set_filter() once, forward() gets w == nullptr.
+// Plans (timed on the host) and times the plan's pass; leaves the last result in in.out.
+// kept: the filter goes to set_filter() once, the pass gets w == nullptr (fwd and dgrad).
 Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& cfg,
                 cudaStream_t stream, bool stages = false, bool kept = false) {
   Timed t;
@@ -261,27 +285,40 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
   ft::DeviceBuffer ws(plan.workspace_size());
   if (kept) plan.set_filter(in.w[0].get(), stream);
   auto filter = [&](int c) { return kept ? nullptr : in.w[c].get(); };
-  t.ms = ft::median_ms(
-      [&](int i) {
-        const int c = i % in.copies;
-        plan.forward(in.x[c].get(), filter(c), in.bias.get(), in.y.get(), ws.get(), ws.bytes(),
+  auto run = [&](int c) {
+    switch (o.pass) {
+      case Pass::kForward:
+        plan.forward(in.x[c].get(), filter(c), in.bias.get(), in.out.get(), ws.get(), ws.bytes(),
                      stream);
-      },
-      stream, cfg.warmup, cfg.iters);
-  if (stages) {
-    t.stages = plan.profile_forward(in.x[0].get(), filter(0), in.bias.get(), in.y.get(),
+        break;
+      case Pass::kBackwardData:
+        plan.backward_data(in.dy[c].get(), filter(c), in.out.get(), ws.get(), ws.bytes(), stream);
+        break;
+      case Pass::kBackwardFilter:
+        plan.backward_filter(in.x[c].get(), in.dy[c].get(), in.out.get(), ws.get(), ws.bytes(),
+                             stream);
+        break;
+    }
+  };
+  t.ms = ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup, cfg.iters);
+  if (stages && o.pass == Pass::kForward) {
+    t.stages = plan.profile_forward(in.x[0].get(), filter(0), in.bias.get(), in.out.get(),
                                     ws.get(), ws.bytes(), stream, cfg.iters);
   }
-  // One more run on copy 0 so in.y holds the result for the inputs the oracle sees.
-  in.y.poison();
-  plan.forward(in.x[0].get(), filter(0), in.bias.get(), in.y.get(), ws.get(), ws.bytes(), stream);
-  ft::cuda_check(cudaStreamSynchronize(stream), "forward");
+  // One more run on copy 0 so in.out holds the result for the inputs the oracle sees.
+  in.out.poison();
+  run(0);
+  ft::cuda_check(cudaStreamSynchronize(stream), "run");
   return t;
 }
 
-double floor_ms(const ConvDesc& d, const fftconv::PlanInfo& info) {
+// Bytes every pass must move (its tensors once) and the FLOPs of its method (FFT planes and
+// GEMM, or the direct convolution), against the H200's copy bandwidth and fp32 peak.
+double floor_ms(const ConvDesc& d, Pass pass, const fftconv::PlanInfo& info) {
   const double es = double(fftconv::dtype_size(d.dtype));
-  const double bytes = es * double(d.x_elems() + d.w_elems() + d.y_elems() + d.k);
+  double elems = double(d.x_elems() + d.w_elems() + d.y_elems());
+  if (pass == Pass::kForward) elems += double(d.k);  // bias
+  const double bytes = es * elems;
   double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;  // direct
   if (info.fft_h > 0) {
     const double n = double(info.fft_h) * info.fft_w;
@@ -338,11 +375,11 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
   out << "{\n  \"meta\": {\"command\": \"" << json_escape(cfg.command) << "\", \"device\": \""
       << json_escape(device) << "\", \"cuda_runtime\": " << rt << ", \"date\": \"" << date
       << "\", \"iters\": " << cfg.iters << ", \"warmup\": " << cfg.warmup
-      << ", \"timing\": \"median of CUDA-event times per forward\"},\n  \"rows\": [\n";
+      << ", \"timing\": \"median of CUDA-event times per pass\"},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     out << "    {\"name\": \"" << json_escape(r.name) << "\", \"desc\": \"" << r.desc
-        << "\", \"pass\": " << (r.pass ? "true" : "false")
+        << "\", \"pass\": \"" << r.pass << "\", \"within_tolerance\": " << (r.ok ? "true" : "false")
         << ", \"verified\": " << (r.verified ? "true" : "false") << ", \"dtype\": \"" << r.dtype
         << "\", \"engine_ms\": " << jnum(r.engine_ms) << ", \"plan_ms\": " << jnum(r.plan_ms)
         << ", \"fft_ms\": " << jnum(r.fft_ms) << ", \"cudnn_ms\": " << jnum(r.cudnn_ms)
@@ -387,8 +424,8 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
 }
 
 void print_header() {
-  std::printf("%-24s %-5s %9s %8s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s %s\n",
-              "name", "dtype", "engine_ms", "kept_ms", "plan_ms", "cudnn_ms", "cudnn_algo",
+  std::printf("%-24s %-5s %-5s %9s %8s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s %s\n",
+              "name", "pass", "dtype", "engine_ms", "kept_ms", "plan_ms", "cudnn_ms", "cudnn_algo",
               "tf32_ms", "speedup", "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB",
               "floor_ms", "status");
 }
@@ -396,8 +433,8 @@ void print_header() {
 void print_row(const Row& r) {
   std::string fft = r.fft_h ? std::to_string(r.fft_h) + "x" + std::to_string(r.fft_w) : "-";
   if (r.tiles_h * r.tiles_w > 1) fft += "/" + std::to_string(r.tiles_h) + "x" + std::to_string(r.tiles_w);
-  std::printf("%-24s %-5s %9s %8s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s %s\n",
-              r.name.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(), fmt(r.kept_ms).c_str(),
+  std::printf("%-24s %-5s %-5s %9s %8s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s %s\n",
+              r.name.c_str(), r.pass.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(), fmt(r.kept_ms).c_str(),
               fmt(r.plan_ms, "%.1f").c_str(),
               fmt(r.cudnn_ms).c_str(), r.cudnn_algo.empty() ? "-" : r.cudnn_algo.c_str(),
               fmt(r.cudnn_tf32_ms).c_str(), fmt(r.speedup, "%.2fx").c_str(),
@@ -408,35 +445,52 @@ void print_row(const Row& r) {
   std::fflush(stdout);
 }
 
-Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cudaStream_t stream) {
+Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Config& cfg,
+            cudaStream_t stream) {
   Row r;
   const ConvDesc& d = shape.desc;
   r.name = shape.name;
+  r.pass = fftconv::pass_name(pass);
   r.desc = d.to_string();
   r.dtype = fftconv::dtype_name(d.dtype);
   std::string why;
   if (d.validate(&why) != fftconv::Status::kSuccess) {
     r.status = "error: " + why;
-    r.pass = false;
+    r.ok = false;
     return r;
   }
-  Inputs in = make_inputs(d, seed);
+  Inputs in = make_inputs(d, pass, seed);
+  const std::int64_t n_out = out_elems(d, pass);
   std::vector<double> ref_host;  // the oracle's output, computed on first use
   auto check_output = [&]() {
     if (ref_host.empty()) {
-      ft::DeviceBuffer ref(sizeof(double) * d.y_elems());
-      fftconv::reference::conv2d_forward_device(d, in.x32.as<float>(), in.w32.as<float>(),
-                                                in.bias32.as<float>(), ref.as<double>(), stream);
+      ft::DeviceBuffer ref(sizeof(double) * n_out);
+      namespace ref_ns = fftconv::reference;
+      switch (pass) {
+        case Pass::kForward:
+          ref_ns::conv2d_forward_device(d, in.x32.as<float>(), in.w32.as<float>(),
+                                        in.bias32.as<float>(), ref.as<double>(), stream);
+          break;
+        case Pass::kBackwardData:
+          ref_ns::conv2d_backward_data_device(d, in.dy32.as<float>(), in.w32.as<float>(),
+                                              ref.as<double>(), stream);
+          break;
+        case Pass::kBackwardFilter:
+          ref_ns::conv2d_backward_filter_device(d, in.x32.as<float>(), in.dy32.as<float>(),
+                                                ref.as<double>(), stream);
+          break;
+      }
       ft::cuda_check(cudaStreamSynchronize(stream), "oracle");
-      ref_host.resize(d.y_elems());
+      ref_host.resize(n_out);
       ref.download(ref_host.data(), ref_host.size() * sizeof(double));
     }
-    std::vector<unsigned char> y_host(in.y.bytes());
-    in.y.download(y_host.data(), y_host.size());
-    return ft::compare(ft::decode(y_host.data(), d.y_elems(), d.dtype), ref_host);
+    std::vector<unsigned char> out_host(in.out.bytes());
+    in.out.download(out_host.data(), out_host.size());
+    return ft::compare(ft::decode(out_host.data(), n_out, d.dtype), ref_host);
   };
 
   Options engine;
+  engine.pass = pass;
   engine.algo = cfg.algo;
   engine.workspace_limit = cfg.workspace_limit;
   engine.tuning = cfg.tuning;
@@ -464,7 +518,7 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
     r.gemm = t.info.gemm;
     r.workspace_bytes = t.info.workspace_bytes;
     r.reason = t.info.reason;
-    r.floor_ms = floor_ms(d, t.info);
+    r.floor_ms = floor_ms(d, pass, t.info);
     r.tiles_h = t.info.tiles_h;
     r.tiles_w = t.info.tiles_w;
     if (t.info.algo == Algo::kFft) r.fft_ms = t.ms;
@@ -473,22 +527,23 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
       r.verified = true;
       r.rel_err = e.rel_l2;
       r.max_err = e.max_err;
-      r.pass = e.pass(ft::tolerance(d.dtype));
-      if (!r.pass) {
+      r.ok = e.pass(ft::tolerance(d.dtype));
+      if (!r.ok) {
         r.status = "FAIL " + e.to_string() + " (tolerance " + fmt(ft::tolerance(d.dtype), "%.0e") +
-                   "); repro: fftconv-bench --desc " + r.desc + " --verify";
+                   "); repro: fftconv-bench --desc " + r.desc + " --pass " + r.pass + " --verify";
       }
     }
-    // The same plan with the filter spectrum kept: the filter's pad and transform leave forward.
-    if (t.info.algo == Algo::kFft || t.info.algo == Algo::kFftTiled) {
+    // The same plan with the filter spectrum kept: the filter's pad and transform leave the pass.
+    if ((t.info.algo == Algo::kFft || t.info.algo == Algo::kFftTiled) &&
+        pass != Pass::kBackwardFilter) {
       r.kept_ms = time_plan(d, engine, in, cfg, stream, false, true).ms;
       if (cfg.verify) {
         const ft::ErrorStats e = check_output();
         r.kept_rel_err = e.rel_l2;
         if (!e.pass(ft::tolerance(d.dtype))) {
-          r.pass = false;
+          r.ok = false;
           r.status = "FAIL with kept filter " + e.to_string() + "; repro: fftconv-bench --desc " +
-                     r.desc + " --verify";
+                     r.desc + " --pass " + r.pass + " --verify";
         }
       }
     }
@@ -499,6 +554,7 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
   if (cfg.algo == Algo::kAuto && r.algo != "fft") {
     try {
       Options o;
+      o.pass = pass;
       o.algo = Algo::kFft;
       r.fft_ms = time_plan(d, o, in, cfg, stream).ms;
     } catch (const std::exception&) {
@@ -515,6 +571,7 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
       for (std::int64_t fw : ws) {
         if (d.h == d.w && d.pad_h == d.pad_w && d.r == d.s && fh != fw) continue;  // square: diagonal
         Options o;
+        o.pass = pass;
         o.algo = Algo::kFft;
         o.fft_h = fh;
         o.fft_w = fw;
@@ -535,6 +592,7 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
     if (cfg.tuning != fftconv::Tuning::kHeuristic || !cfg.gemm.empty()) {
       try {
         Options o;
+        o.pass = pass;
         o.algo = Algo::kFft;
         heuristic = Plan(d, o).info().gemm;
       } catch (const std::exception&) {
@@ -542,6 +600,7 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
     }
     for (const std::string& name : fftconv::gemm_kernel_names()) {
       Options o;
+      o.pass = pass;
       o.algo = Algo::kFft;
       o.gemm_kernel = name;
       double ms = NAN;
@@ -563,6 +622,7 @@ Row run_row(const ft::ShapeRow& shape, std::uint64_t seed, const Config& cfg, cu
   }
   if (cfg.cudnn) {
     Options o;
+    o.pass = pass;
     o.algo = Algo::kCudnn;
     try {
       const Timed t = time_plan(d, o, in, cfg, stream);
@@ -632,9 +692,10 @@ int main(int argc, char** argv) {
   print_header();
   std::vector<Row> results;
   int failed = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    Row r = run_row(rows[i], 1000 + 17 * i, cfg, stream);
-    if (r.verified && !r.pass) ++failed;
+  for (std::size_t i = 0; i < rows.size() * cfg.passes.size(); ++i) {
+    const std::size_t row = i / cfg.passes.size();
+    Row r = run_row(rows[row], cfg.passes[i % cfg.passes.size()], 1000 + 17 * row, cfg, stream);
+    if (r.verified && !r.ok) ++failed;
     print_row(r);
     if (!r.gemm_ms.empty()) {
       std::printf("  gemm sweep (fft ms):");

@@ -44,6 +44,13 @@ typedef enum fftconv_algo {
   FFTCONV_ALGO_FFT_TILED = 3
 } fftconv_algo_t;
 
+/* Same values as fftconv::Pass: one pass per plan. */
+typedef enum fftconv_pass {
+  FFTCONV_PASS_FORWARD = 0,
+  FFTCONV_PASS_BACKWARD_DATA = 1,
+  FFTCONV_PASS_BACKWARD_FILTER = 2
+} fftconv_pass_t;
+
 /* See fftconv::ConvDesc for the semantics. */
 typedef struct fftconv_conv_desc {
   int64_t n, c, h, w;
@@ -59,13 +66,15 @@ typedef struct fftconv_options {
   fftconv_algo_t algo;
   size_t workspace_limit; /* SIZE_MAX: no limit */
   int allow_tf32;         /* cuDNN path only */
+  fftconv_pass_t pass;    /* the pass the plan computes */
+  int dw_fp32;            /* backward filter with fp16/bf16 data: write dw in fp32 */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;
 
 /* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32. */
 fftconv_conv_desc_t fftconv_conv_desc_default(void);
-/* Algo auto, no workspace limit, TF32 off. */
+/* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype. */
 fftconv_options_t fftconv_options_default(void);
 
 /* Checks a descriptor without touching the GPU. */
@@ -85,6 +94,15 @@ const char* fftconv_plan_describe(fftconv_plan_t plan);
 fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
                                  const void* bias, void* y, void* workspace,
                                  size_t workspace_bytes, cudaStream_t stream);
+
+/* Backward passes of plans built with options.pass set accordingly; see
+   fftconv::Plan::backward_data and backward_filter (dw = alpha * dL/dw + beta * dw). */
+fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w,
+                                       void* dx, void* workspace, size_t workspace_bytes,
+                                       cudaStream_t stream);
+fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, const void* dy,
+                                         void* dw, void* workspace, size_t workspace_bytes,
+                                         cudaStream_t stream, float alpha, float beta);
 
 /* Keeps the filter (its spectrum for the FFT paths) in memory the plan owns; afterwards w may be
    NULL in fftconv_forward. See fftconv::Plan::set_filter. */

@@ -86,6 +86,9 @@ struct Options {
   /// cuDNN path only: allow TF32 tensor cores for fp32 data. The FFT path is always full fp32.
   bool allow_tf32 = false;
   CudnnSearch cudnn_search = CudnnSearch::kFind;
+  /// cuDNN path only: force one of cudnn_algo_names(pass) instead of searching; a forced
+  /// algorithm that cannot run the problem fails at plan time.
+  std::string cudnn_algo;
   /// FFT path only: force a per-frequency GEMM tiling by name (one of gemm_kernel_names());
   /// empty: chosen per `tuning`.
   std::string gemm_kernel;
@@ -108,6 +111,10 @@ struct StageTime {
 /// Names of the per-frequency GEMM paths the FFT path can use: own tilings first, then the
 /// cuBLAS comparison paths.
 std::vector<std::string> gemm_kernel_names();
+
+/// cuDNN's algorithms for a pass, by name ("IMPLICIT_PRECOMP_GEMM", "FFT_TILING", "ALGO_1", ...);
+/// empty when the library was built without cuDNN.
+std::vector<std::string> cudnn_algo_names(Pass pass);
 
 /// What a plan chose; for reports, logs and benchmarks.
 struct PlanInfo {

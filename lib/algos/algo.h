@@ -21,15 +21,20 @@ struct Support {
   static Support no(Status st, std::string why) { return {st, std::move(why)}; }
 };
 
-struct FwdArgs {
-  const void* x;
-  const void* w;
-  const void* bias;  // may be null
-  void* y;
-  void* workspace;   // workspace_size() bytes, 256-byte aligned
+/// Tensors of one pass (device pointers). forward: x, w (null: kept), bias (may be null) -> out = y.
+/// backward data: dy, w (null: kept) -> out = dx. backward filter: x, dy -> out = dw, scaled as
+/// out = alpha * dw + beta * out.
+struct RunArgs {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const void* dy = nullptr;
+  const void* bias = nullptr;
+  void* out = nullptr;
+  void* workspace = nullptr;  // workspace_size() bytes, 256-byte aligned
+  float alpha = 1.0f, beta = 0.0f;
 };
 
-/// Receives a mark after each stage of a forward pass (profiling only).
+/// Receives a mark after each stage of a pass (profiling only).
 class StageMarks {
  public:
   virtual ~StageMarks() = default;
@@ -40,13 +45,14 @@ class ConvAlgo {
  public:
   virtual ~ConvAlgo() = default;
   virtual std::size_t workspace_size() const = 0;
-  /// Enqueues the forward pass; never allocates or synchronises. Callers serialise calls.
-  /// `marks` (null outside profiling) is told when each stage has been enqueued.
-  virtual void forward(const FwdArgs& args, cudaStream_t stream, StageMarks* marks) = 0;
+  /// Enqueues the pass the algorithm was built for; never allocates or synchronises. Callers
+  /// serialise calls. `marks` (null outside profiling) is told when each stage has been enqueued.
+  virtual void run(const RunArgs& args, cudaStream_t stream, StageMarks* marks) = 0;
   /// Fills algo, sizes, kernel names and workspace (reason is the planner's).
   virtual void fill_info(PlanInfo& info) const = 0;
-  /// Keeps what forward() needs of filter `w` (its spectrum, or a copy) in memory the algorithm
-  /// owns, so forward() may be called with w == nullptr. Enqueued on `stream`; may allocate.
+  /// Keeps what run() needs of filter `w` (its spectrum, or a copy) in memory the algorithm
+  /// owns, so run() may be called with w == nullptr (forward and backward data). Enqueued on
+  /// `stream`; may allocate.
   virtual void set_filter(const void* w, cudaStream_t stream) = 0;
   /// Frees the kept filter (waits for the device first).
   virtual void clear_filter() = 0;

@@ -1,4 +1,4 @@
-#include "algos/cudnn_fwd.h"
+#include "algos/cudnn_conv.h"
 
 #include <algorithm>
 #include <climits>
@@ -16,7 +16,7 @@
 
 namespace fftconv::detail {
 
-Support cudnn_can_implement(const ConvDesc& d) {
+Support cudnn_can_implement(const ConvDesc& d, const Options& o) {
   if (!cudnn_available()) {
     return Support::no(Status::kNotSupported,
                        "this build of fftconv has no cuDNN path (configure with "
@@ -32,6 +32,10 @@ Support cudnn_can_implement(const ConvDesc& d) {
   if (d.x_elems() > limit || d.w_elems() > limit || d.y_elems() > limit) {
     return Support::no(Status::kNotSupported, "a tensor has more than 2^31-1 elements, over cuDNN's limit");
   }
+  if (o.pass == Pass::kBackwardFilter && o.dw_fp32 && d.dtype != DType::kF32) {
+    return Support::no(Status::kNotSupported,
+                       "cuDNN writes dw in the data's dtype; Options::dw_fp32 needs the FFT path");
+  }
   return Support::yes();
 }
 
@@ -39,10 +43,12 @@ Support cudnn_can_implement(const ConvDesc& d) {
 
 bool cudnn_available() { return false; }
 
-std::unique_ptr<ConvAlgo> make_cudnn_forward(const ConvDesc& d, const Options&) {
-  const Support s = cudnn_can_implement(d);
+std::unique_ptr<ConvAlgo> make_cudnn(const ConvDesc& d, const Options& o) {
+  const Support s = cudnn_can_implement(d, o);
   throw Error(s.status, s.reason);
 }
+
+std::vector<std::string> cudnn_algos(Pass) { return {}; }
 
 #else
 
@@ -68,18 +74,25 @@ namespace {
     if (fftconv_st_ != CUDNN_STATUS_SUCCESS) throw_cudnn(fftconv_st_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-const char* fwd_algo_name(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "UNKNOWN";
-  }
+// cuDNN's algorithm enums per pass, by value (the names without the CUDNN_CONVOLUTION_*_ALGO_
+// prefix). BWD_FILTER_ALGO_WINOGRAD is documented as not implemented and left out.
+const std::vector<const char*>& algo_names(Pass pass) {
+  static const std::vector<const char*> fwd = {
+      "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+      "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const std::vector<const char*> dgrad = {"ALGO_0",     "ALGO_1",   "FFT",
+                                                 "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const std::vector<const char*> wgrad = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3",
+                                                 "",       "WINOGRAD_NONFUSED", "FFT_TILING"};
+  static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6 &&
+                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT == 7,
+                "cuDNN's algorithm lists changed");
+  return pass == Pass::kForward ? fwd : pass == Pass::kBackwardData ? dgrad : wgrad;
+}
+
+const char* algo_name(Pass pass, int algo) {
+  const auto& names = algo_names(pass);
+  return algo >= 0 && algo < static_cast<int>(names.size()) ? names[algo] : "UNKNOWN";
 }
 
 const char* math_name(cudnnMathType_t m) {
@@ -114,9 +127,23 @@ struct ScratchBuffer {
   ScratchBuffer& operator=(const ScratchBuffer&) = delete;
 };
 
-class CudnnFwdAlgo final : public ConvAlgo {
+// One algorithm's result from cuDNN's search, whatever the pass.
+struct Perf {
+  int algo = 0;
+  cudnnStatus_t status = CUDNN_STATUS_NOT_SUPPORTED;
+  float time = 0.0f;
+  std::size_t memory = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+template <typename P>
+Perf to_perf(const P& p) {
+  return Perf{static_cast<int>(p.algo), p.status, p.time, p.memory, p.mathType};
+}
+
+class CudnnAlgo final : public ConvAlgo {
  public:
-  CudnnFwdAlgo(const ConvDesc& d, const Options& o) : d_(d) {
+  CudnnAlgo(const ConvDesc& d, const Options& o) : d_(d), pass_(o.pass) {
     try {
       build(o);
     } catch (...) {
@@ -125,7 +152,7 @@ class CudnnFwdAlgo final : public ConvAlgo {
     }
   }
 
-  ~CudnnFwdAlgo() override { release(); }
+  ~CudnnAlgo() override { release(); }
 
  private:
   void build(const Options& o) {
@@ -158,7 +185,9 @@ class CudnnFwdAlgo final : public ConvAlgo {
     FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, dt, on, oc, oh, ow));
     FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_desc_, CUDNN_TENSOR_NCHW, dt, 1, oc, 1, 1));
 
-    if (o.cudnn_search == CudnnSearch::kFind) {
+    if (!o.cudnn_algo.empty()) {
+      forced_algo(o.cudnn_algo, math, o.workspace_limit);
+    } else if (o.cudnn_search == CudnnSearch::kFind) {
       find_algo(strict, o.workspace_limit);
     } else {
       heuristic_algo(strict, o.workspace_limit);
@@ -183,22 +212,43 @@ class CudnnFwdAlgo final : public ConvAlgo {
  public:
   std::size_t workspace_size() const override { return align_up(workspace_); }
 
-  void forward(const FwdArgs& a, cudaStream_t stream, StageMarks* marks) override {
+  void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
     const float one = 1.0f, zero = 0.0f;
     const void* w = a.w ? a.w : kept_w_;
     FFTCONV_CUDNN_CHECK(cudnnSetStream(handle_, stream));
-    FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(handle_, &one, x_desc_, a.x, w_desc_, w,
-                                                conv_desc_, algo_, a.workspace, workspace_, &zero,
-                                                y_desc_, a.y));
+    switch (pass_) {
+      case Pass::kForward:
+        FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(
+            handle_, &one, x_desc_, a.x, w_desc_, w, conv_desc_,
+            static_cast<cudnnConvolutionFwdAlgo_t>(algo_), a.workspace, workspace_, &zero, y_desc_,
+            a.out));
+        break;
+      case Pass::kBackwardData:
+        FFTCONV_CUDNN_CHECK(cudnnConvolutionBackwardData(
+            handle_, &one, w_desc_, w, y_desc_, a.dy, conv_desc_,
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_), a.workspace, workspace_, &zero,
+            x_desc_, a.out));
+        break;
+      case Pass::kBackwardFilter:
+        FFTCONV_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+            handle_, &a.alpha, x_desc_, a.x, y_desc_, a.dy, conv_desc_,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo_), a.workspace, workspace_, &a.beta,
+            w_desc_, a.out));
+        break;
+    }
     if (marks) marks->mark("cudnn", stream);
-    if (a.bias) {
-      FFTCONV_CUDNN_CHECK(cudnnAddTensor(handle_, &one, b_desc_, a.bias, &one, y_desc_, a.y));
+    if (pass_ == Pass::kForward && a.bias) {
+      FFTCONV_CUDNN_CHECK(cudnnAddTensor(handle_, &one, b_desc_, a.bias, &one, y_desc_, a.out));
       if (marks) marks->mark("bias", stream);
     }
   }
 
   // cuDNN has no transform to skip: the kept filter is a copy the plan owns.
   void set_filter(const void* w, cudaStream_t stream) override {
+    if (pass_ == Pass::kBackwardFilter) {
+      throw Error(Status::kInvalidArgument,
+                  "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
+    }
     const std::size_t bytes = dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems());
     if (!kept_w_) {
       const cudaError_t err = cudaMalloc(&kept_w_, bytes);
@@ -225,18 +275,70 @@ class CudnnFwdAlgo final : public ConvAlgo {
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kCudnn;
-    info.cudnn_algo = fwd_algo_name(algo_);
+    info.cudnn_algo = algo_name(pass_, algo_);
     info.cudnn_math = math_name(math_);
     info.workspace_bytes = workspace_size();
     info.reason = search_;
   }
 
  private:
-  static constexpr int kAlgoCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  int algo_count() const { return static_cast<int>(algo_names(pass_).size()); }
 
-  bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& p, bool strict, std::size_t limit) const {
+  // Workspace of one algorithm, or false when cuDNN does not support it here.
+  bool algo_workspace(int algo, std::size_t* bytes) const {
+    cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+    switch (pass_) {
+      case Pass::kForward:
+        st = cudnnGetConvolutionForwardWorkspaceSize(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                                     bytes);
+        break;
+      case Pass::kBackwardData:
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(
+            handle_, w_desc_, y_desc_, conv_desc_, x_desc_,
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+        break;
+      case Pass::kBackwardFilter:
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle_, x_desc_, y_desc_, conv_desc_, w_desc_,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+        break;
+    }
+    return st == CUDNN_STATUS_SUCCESS;
+  }
+
+  bool acceptable(const Perf& p, bool strict, std::size_t limit) const {
     return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit &&
-           (!strict || p.mathType == CUDNN_FMA_MATH);
+           (!strict || p.math == CUDNN_FMA_MATH);
+  }
+
+  void forced_algo(const std::string& name, cudnnMathType_t math, std::size_t limit) {
+    int algo = -1;
+    for (int a = 0; a < algo_count(); ++a) {
+      if (name == algo_name(pass_, a) && *algo_name(pass_, a)) algo = a;
+    }
+    if (algo < 0) {
+      std::string known;
+      for (const std::string& n : cudnn_algos(pass_)) known += (known.empty() ? "" : ", ") + n;
+      throw Error(Status::kInvalidArgument, "unknown cuDNN " + std::string(pass_name(pass_)) +
+                                                " algorithm '" + name + "' (expected one of " +
+                                                known + ")");
+    }
+    std::size_t bytes = 0;
+    if (!algo_workspace(algo, &bytes)) {
+      throw Error(Status::kNotSupported, "cuDNN " + std::string(pass_name(pass_)) + " algorithm " +
+                                             name + " does not support " + d_.to_string());
+    }
+    if (bytes > limit) {
+      throw Error(Status::kOutOfMemory, "cuDNN algorithm " + name + " needs " +
+                                            std::to_string(bytes) +
+                                            " bytes of workspace, over the limit of " +
+                                            std::to_string(limit));
+    }
+    algo_ = algo;
+    math_ = math;
+    workspace_ = bytes;
+    search_ = "cudnn algorithm forced by options";
   }
 
   void find_algo(bool strict, std::size_t limit) {
@@ -247,12 +349,10 @@ class CudnnFwdAlgo final : public ConvAlgo {
     const std::size_t tensors =
         esize * static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
     std::size_t search_ws = 0;
-    for (int a = 0; a < kAlgoCount; ++a) {
+    for (int a = 0; a < algo_count(); ++a) {
       std::size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                  static_cast<cudnnConvolutionFwdAlgo_t>(a),
-                                                  &bytes) == CUDNN_STATUS_SUCCESS &&
-          bytes <= limit && tensors + bytes < free_bytes / 10 * 9) {
+      if (*algo_name(pass_, a) && algo_workspace(a, &bytes) && bytes <= limit &&
+          tensors + bytes < free_bytes / 10 * 9) {
         search_ws = std::max(search_ws, bytes);
       }
     }
@@ -261,65 +361,107 @@ class CudnnFwdAlgo final : public ConvAlgo {
     // Random data: timing on zeros can flatter kernels.
     launch_fill_uniform(x.ptr, d_.x_elems(), d_.dtype, 1, nullptr);
     launch_fill_uniform(w.ptr, d_.w_elems(), d_.dtype, 2, nullptr);
+    launch_fill_uniform(y.ptr, d_.y_elems(), d_.dtype, 3, nullptr);
     FFTCONV_CUDA_CHECK(cudaDeviceSynchronize());
     int returned = 0;
-    cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCount];
-    FFTCONV_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        handle_, x_desc_, x.ptr, w_desc_, w.ptr, conv_desc_, y_desc_, y.ptr, kAlgoCount, &returned,
-        perf, ws.ptr, search_ws));
-    pick(perf, returned, strict, limit, "find");
+    std::vector<Perf> perf;
+    switch (pass_) {
+      case Pass::kForward: {
+        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        FFTCONV_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            handle_, x_desc_, x.ptr, w_desc_, w.ptr, conv_desc_, y_desc_, y.ptr,
+            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, p, ws.ptr, search_ws));
+        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+        break;
+      }
+      case Pass::kBackwardData: {
+        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            handle_, w_desc_, w.ptr, y_desc_, y.ptr, conv_desc_, x_desc_, x.ptr,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, p, ws.ptr, search_ws));
+        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+        break;
+      }
+      case Pass::kBackwardFilter: {
+        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            handle_, x_desc_, x.ptr, y_desc_, y.ptr, conv_desc_, w_desc_, w.ptr,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, p, ws.ptr, search_ws));
+        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+        break;
+      }
+    }
+    pick(perf, strict, limit, "find");
   }
 
   void heuristic_algo(bool strict, std::size_t limit) {
     int returned = 0;
-    cudnnConvolutionFwdAlgoPerf_t perf[kAlgoCount];
-    FFTCONV_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        handle_, x_desc_, w_desc_, conv_desc_, y_desc_, kAlgoCount, &returned, perf));
-    // The v7 heuristics report memory only through the workspace query.
-    for (int i = 0; i < returned; ++i) {
-      std::size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                  perf[i].algo, &bytes) == CUDNN_STATUS_SUCCESS) {
-        perf[i].memory = bytes;
-      } else {
-        perf[i].status = CUDNN_STATUS_NOT_SUPPORTED;
+    std::vector<Perf> perf;
+    switch (pass_) {
+      case Pass::kForward: {
+        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        FFTCONV_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+            handle_, x_desc_, w_desc_, conv_desc_, y_desc_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+            &returned, p));
+        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+        break;
+      }
+      case Pass::kBackwardData: {
+        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            handle_, w_desc_, y_desc_, conv_desc_, x_desc_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+            &returned, p));
+        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+        break;
+      }
+      case Pass::kBackwardFilter: {
+        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            handle_, x_desc_, y_desc_, conv_desc_, w_desc_,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, p));
+        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+        break;
       }
     }
-    pick(perf, returned, strict, limit, "heuristic");
+    // The v7 heuristics report memory only through the workspace query.
+    for (Perf& p : perf) {
+      if (!algo_workspace(p.algo, &p.memory)) p.status = CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    pick(perf, strict, limit, "heuristic");
   }
 
-  void pick(const cudnnConvolutionFwdAlgoPerf_t* perf, int count, bool strict, std::size_t limit,
-            const char* how) {
+  void pick(const std::vector<Perf>& perf, bool strict, std::size_t limit, const char* how) {
     std::string tried;
     int chosen = -1;
-    for (int i = 0; i < count; ++i) {
+    for (std::size_t i = 0; i < perf.size(); ++i) {
       const bool ok = acceptable(perf[i], strict, limit);
       char buf[96];
       if (perf[i].status == CUDNN_STATUS_SUCCESS) {
         std::snprintf(buf, sizeof(buf), "%s%s/%s %.3f ms", tried.empty() ? "" : ", ",
-                      fwd_algo_name(perf[i].algo), math_name(perf[i].mathType), perf[i].time);
+                      algo_name(pass_, perf[i].algo), math_name(perf[i].math), perf[i].time);
         tried += buf;
       }
-      if (ok && chosen < 0) chosen = i;
+      if (ok && chosen < 0) chosen = static_cast<int>(i);
     }
     if (chosen < 0) {
       throw Error(Status::kNotSupported,
-                  std::string("cuDNN has no ") + (strict ? "strict fp32 " : "") +
-                      "forward algorithm for this problem within the workspace limit (" + how +
-                      ": " + (tried.empty() ? "none succeeded" : tried) + ")");
+                  std::string("cuDNN has no ") + (strict ? "strict fp32 " : "") + pass_name(pass_) +
+                      " algorithm for this problem within the workspace limit (" + how + ": " +
+                      (tried.empty() ? "none succeeded" : tried) + ")");
     }
     algo_ = perf[chosen].algo;
-    math_ = perf[chosen].mathType;
+    math_ = perf[chosen].math;
     workspace_ = perf[chosen].memory;
     search_ = std::string("cudnn ") + how + " [" + tried + "]";
   }
 
   ConvDesc d_;
+  Pass pass_;
   cudnnHandle_t handle_ = nullptr;
   cudnnTensorDescriptor_t x_desc_ = nullptr, y_desc_ = nullptr, b_desc_ = nullptr;
   cudnnFilterDescriptor_t w_desc_ = nullptr;
   cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
-  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  int algo_ = 0;
   cudnnMathType_t math_ = CUDNN_FMA_MATH;
   std::size_t workspace_ = 0;
   std::string search_;
@@ -328,10 +470,18 @@ class CudnnFwdAlgo final : public ConvAlgo {
 
 }  // namespace
 
-std::unique_ptr<ConvAlgo> make_cudnn_forward(const ConvDesc& d, const Options& o) {
-  const Support s = cudnn_can_implement(d);
+std::unique_ptr<ConvAlgo> make_cudnn(const ConvDesc& d, const Options& o) {
+  const Support s = cudnn_can_implement(d, o);
   if (!s.ok()) throw Error(s.status, s.reason);
-  return std::make_unique<CudnnFwdAlgo>(d, o);
+  return std::make_unique<CudnnAlgo>(d, o);
+}
+
+std::vector<std::string> cudnn_algos(Pass pass) {
+  std::vector<std::string> out;
+  for (const char* n : algo_names(pass)) {
+    if (*n) out.emplace_back(n);
+  }
+  return out;
 }
 
 #endif  // FFTCONV_WITH_CUDNN

@@ -15,11 +15,8 @@ namespace fftconv::detail {
 
 namespace {
 
-// Tiles of one image are extra images of the pipeline.
-std::int64_t images(const ConvDesc& d, const FftGeometry& g) { return d.n * g.tiles(); }
-std::int64_t planes_x(const ConvDesc& d, const FftGeometry& g) { return images(d, g) * d.c; }
-std::int64_t planes_w(const ConvDesc& d) { return d.k * d.c_per_group(); }
-std::int64_t planes_out(const ConvDesc& d, const FftGeometry& g) { return images(d, g) * d.k; }
+// The filter segment of the passes that read one (forward: b, backward data: b).
+bool has_filter_input(Pass pass) { return pass != Pass::kBackwardFilter; }
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
@@ -28,6 +25,8 @@ std::string size_text(const FftGeometry& g) {
 }
 
 std::string what(const FftGeometry& g) { return (g.tiled ? "tiled fft " : "fft ") + size_text(g); }
+
+std::string key_prefix(Pass pass) { return std::string(pass_name(pass)) + " "; }
 
 // Sizes timed by the FFT-size autotune: the cost model's ranking is rarely off by more than this.
 constexpr std::size_t kFftSizeCandidates = 3;
@@ -59,13 +58,19 @@ struct EventPair {
 
 }  // namespace
 
-std::size_t FftConvAlgo::spectrum_bytes(const ConvDesc& d, const FftGeometry& g) {
+std::size_t FftConvAlgo::spectrum_bytes(const ConvDesc& d, const FftGeometry& g, Pass pass) {
   const std::size_t plane = static_cast<std::size_t>(g.bins) * 8;
-  return align_up(plane * (planes_x(d, g) + planes_w(d))) + align_up(plane * planes_out(d, g));
+  const SpectrumPlanes p = spectrum_planes(d, g, pass);
+  return align_up(plane * (p.a + p.b)) + align_up(plane * p.out);
 }
 
 Support FftConvAlgo::can_implement(const ConvDesc& d, const Options& o, const FftGeometry& g) {
-  const std::size_t need = spectrum_bytes(d, g);
+  if (g.tiled && o.pass != Pass::kForward) {
+    return Support::no(Status::kNotSupported,
+                       std::string("overlap-save tiling implements the forward pass only, not ") +
+                           pass_name(o.pass) + "; use the full-image FFT (Algo::kFft)");
+  }
+  const std::size_t need = spectrum_bytes(d, g, o.pass);
   if (need > o.workspace_limit) {
     return Support::no(Status::kOutOfMemory,
                        what(g) + " needs " + std::to_string(need) + " bytes (" + mib(need) +
@@ -76,18 +81,26 @@ Support FftConvAlgo::can_implement(const ConvDesc& d, const Options& o, const Ff
 }
 
 FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry& g)
-    : d_(d), g_(g), gemm_(forward_gemm_problem(d, g)) {
+    : d_(d),
+      pass_(o.pass),
+      out_dtype_(o.pass == Pass::kBackwardFilter && o.dw_fp32 ? DType::kF32 : d.dtype),
+      g_(g),
+      planes_(spectrum_planes(d, g, o.pass)),
+      gemm_(gemm_problem(d, g, o.pass)) {
   const GemmChoice choice = select_cgemm(
-      gemm_, o, "fwd " + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
+      gemm_, o, key_prefix(pass_) + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
   runner_ = make_cgemm_runner(*choice.kernel);
   gemm_reason_ = choice.reason;
-  r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_x(d_, g_) + planes_w(d_));
-  r2c_x_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_x(d_, g_));
-  c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_out(d_, g_));
+  r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
+  if (has_filter_input(pass_)) {
+    r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
+  }
+  c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_.out);
   const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
-  off_out_ = align_up(plane * (planes_x(d_, g_) + planes_w(d_)));
-  off_work_ = off_out_ + align_up(plane * planes_out(d_, g_));
-  off_gemm_ = off_work_ + align_up(std::max({r2c_all_->work_size(), r2c_x_->work_size(),
+  off_out_ = align_up(plane * (planes_.a + planes_.b));
+  off_work_ = off_out_ + align_up(plane * planes_.out);
+  off_gemm_ = off_work_ + align_up(std::max({r2c_all_->work_size(),
+                                             r2c_a_ ? r2c_a_->work_size() : std::size_t{0},
                                              c2r_->work_size()}));
   workspace_ = off_gemm_ + align_up(runner_->workspace_size(gemm_));
   if (workspace_ > o.workspace_limit) {
@@ -100,64 +113,121 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
 
 FftConvAlgo::~FftConvAlgo() { clear_filter(); }
 
-void FftConvAlgo::forward(const FwdArgs& a, cudaStream_t stream, StageMarks* marks) {
+void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) {
   auto* base = static_cast<unsigned char*>(a.workspace);
   auto* spec_in = reinterpret_cast<float*>(base);
   auto* spec_out = reinterpret_cast<float*>(base + off_out_);
   void* work = base + off_work_;
-  const std::int64_t x_planes = planes_x(d_, g_);
-  const bool per_call_filter = a.w != nullptr;
-  FFTCONV_ASSERT(per_call_filter || kept_, "forward without a filter and none kept");
+  const bool per_call_filter = !has_filter_input(pass_) || a.w != nullptr;
+  FFTCONV_ASSERT(per_call_filter || kept_, "a pass without a filter and none kept");
 
-  // 1. zero-pad the input (offset by the padding, one plane per tile) and, unless the filter
-  //    spectrum is kept, the filter (at the origin, dilated), into one batch of FFT planes.
-  const TileMap x_map{d_.c, g_.tiles_h, g_.tiles_w, g_.tile_out_h * d_.stride_h,
-                      g_.tile_out_w * d_.stride_w};
-  const PadSegment segs[2] = {
-      {a.x, spec_in, x_planes, Placement{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1}, x_map},
-      {a.w, spec_in + x_planes * g_.real_plane_floats(), planes_w(d_),
-       Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, TileMap{}},
-  };
+  // 1. zero-pad both operand segments into one batch of FFT planes, unless the filter spectrum
+  //    is kept. Input x: offset by the padding, one plane per tile. Filter w: at the origin,
+  //    dilated. Output gradient dy: at the origin, spread by the stride (the stride-1 outputs it
+  //    stands for).
+  const Placement x_place{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1};
+  const Placement w_place{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w};
+  const Placement dy_place{d_.out_h(), d_.out_w(), 0, 0, d_.stride_h, d_.stride_w};
+  float* spec_b = spec_in + planes_.a * g_.real_plane_floats();
+  PadSegment segs[2];
+  switch (pass_) {
+    case Pass::kForward: {
+      const TileMap x_map{d_.c, g_.tiles_h, g_.tiles_w, g_.tile_out_h * d_.stride_h,
+                          g_.tile_out_w * d_.stride_w};
+      segs[0] = {a.x, spec_in, planes_.a, x_place, x_map};
+      segs[1] = {a.w, spec_b, planes_.b, w_place, TileMap{}};
+      break;
+    }
+    case Pass::kBackwardData:
+      segs[0] = {a.dy, spec_in, planes_.a, dy_place, TileMap{}};
+      segs[1] = {a.w, spec_b, planes_.b, w_place, TileMap{}};
+      break;
+    case Pass::kBackwardFilter:
+      segs[0] = {a.x, spec_in, planes_.a, x_place, TileMap{}};
+      segs[1] = {a.dy, spec_b, planes_.b, dy_place, TileMap{}};
+      break;
+  }
   launch_pad(segs, per_call_filter ? 2 : 1, d_.dtype, g_, stream);
   if (marks) marks->mark("pad", stream);
   // 2. one r2c over every plane padded above.
-  (per_call_filter ? r2c_all_ : r2c_x_)->exec(spec_in, work, stream);
+  (per_call_filter ? r2c_all_ : r2c_a_)->exec(spec_in, work, stream);
   if (marks) marks->mark("r2c", stream);
-  // 3. per-frequency GEMM: Y[m,k,f] = sum_c X[m,c,f] * conj(W[k,c,f]) per group, m = image*tile.
+  // 3. per-frequency GEMM of the pass (gemm_problem); m = image*tile in the forward pass.
   CgemmOperands ops;
-  ops.a = reinterpret_cast<const float2*>(spec_in);
-  ops.b = per_call_filter ? reinterpret_cast<const float2*>(spec_in) + x_planes * g_.bins
-                          : reinterpret_cast<const float2*>(kept_);
+  const auto* spec_a = reinterpret_cast<const float2*>(spec_in);
+  const auto* spec_bc = per_call_filter ? spec_a + planes_.a * g_.bins
+                                        : reinterpret_cast<const float2*>(kept_);
+  // wgrad contracts A = DY (segment b) with B = X (segment a); the others A = segment a.
+  ops.a = pass_ == Pass::kBackwardFilter ? spec_bc : spec_a;
+  ops.b = pass_ == Pass::kBackwardFilter ? spec_a : spec_bc;
   ops.c = reinterpret_cast<float2*>(spec_out);
   runner_->run(gemm_, ops, base + off_gemm_, stream);
   if (marks) marks->mark("gemm", stream);
   // 4. c2r in place.
   c2r_->exec(spec_out, work, stream);
   if (marks) marks->mark("c2r", stream);
-  // 5. valid window of every tile, 1/(Fh*Fw) scale, stride, bias, output dtype.
+  // 5. the window of the pass, 1/(Fh*Fw) scale, output dtype; forward: stride and bias;
+  //    backward data: the input window (offset by the padding); backward filter: the taps of
+  //    the dilated kernel, alpha and beta.
   ClipArgs clip;
   clip.src = spec_out;
-  clip.y = a.y;
-  clip.bias = a.bias;
-  clip.planes = d_.n * d_.k;
-  clip.k = d_.k;
-  clip.out_h = d_.out_h();
-  clip.out_w = d_.out_w();
-  clip.stride_h = d_.stride_h;
-  clip.stride_w = d_.stride_w;
-  clip.scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
-  launch_clip(clip, d_.dtype, g_, stream);
+  clip.y = a.out;
+  clip.bias = nullptr;
+  const float scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
+  clip.scale = scale;
+  FftGeometry clip_geometry = g_;
+  switch (pass_) {
+    case Pass::kForward:
+      clip.bias = a.bias;
+      clip.planes = d_.n * d_.k;
+      clip.k = d_.k;
+      clip.out_h = d_.out_h();
+      clip.out_w = d_.out_w();
+      clip.stride_h = d_.stride_h;
+      clip.stride_w = d_.stride_w;
+      break;
+    case Pass::kBackwardData:
+      clip.planes = d_.n * d_.c;
+      clip.k = d_.c;
+      clip.out_h = d_.h;
+      clip.out_w = d_.w;
+      clip.stride_h = clip.stride_w = 1;
+      clip.off_h = d_.pad_h;
+      clip.off_w = d_.pad_w;
+      clip.wrap = false;
+      break;
+    case Pass::kBackwardFilter:
+      clip.planes = planes_.out;
+      clip.k = d_.k;
+      clip.out_h = d_.r;
+      clip.out_w = d_.s;
+      clip.stride_h = d_.dil_h;
+      clip.stride_w = d_.dil_w;
+      clip.scale = a.alpha * scale;
+      clip.beta = a.beta;
+      break;
+  }
+  if (pass_ != Pass::kForward) {
+    // One window per plane: the result planes are the output planes.
+    clip_geometry.tile_out_h = clip.out_h;
+    clip_geometry.tile_out_w = clip.out_w;
+  }
+  launch_clip(clip, out_dtype_, clip_geometry, stream);
   if (marks) marks->mark("clip", stream);
 }
 
 std::size_t FftConvAlgo::filter_bytes() const {
-  return kept_ ? static_cast<std::size_t>(planes_w(d_)) * g_.bins * 8 : 0;
+  return kept_ ? static_cast<std::size_t>(planes_.b) * g_.bins * 8 : 0;
 }
 
 void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
+  if (!has_filter_input(pass_)) {
+    throw Error(Status::kInvalidArgument,
+                "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
+  }
   if (!kept_) {
-    if (!r2c_w_) r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_w(d_));
-    const std::size_t bytes = static_cast<std::size_t>(planes_w(d_)) * g_.bins * 8;
+    if (!r2c_w_) r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.b);
+    const std::size_t bytes = static_cast<std::size_t>(planes_.b) * g_.bins * 8;
     float* kept = nullptr;
     cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&kept), bytes);
     void* work = nullptr;
@@ -175,7 +245,7 @@ void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
     kept_ = kept;
     kept_work_ = work;
   }
-  const PadSegment seg{w, kept_, planes_w(d_), Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w},
+  const PadSegment seg{w, kept_, planes_.b, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w},
                        TileMap{}};
   launch_pad(&seg, 1, d_.dtype, g_, stream);
   r2c_w_->exec(kept_, kept_work_, stream);
@@ -222,12 +292,16 @@ FftGeometry FftConvAlgo::tune_geometry(const ConvDesc& d, const Options& o, std:
     if (!can_implement(d, o, g).ok()) continue;
     FftConvAlgo algo(d, heuristic, g);
     Scratch ws(algo.workspace_size());
-    const FwdArgs args{x.ptr, w.ptr, nullptr, y.ptr, ws.ptr};
-    algo.forward(args, nullptr, nullptr);  // warm-up
+    RunArgs args;
+    args.x = x.ptr;
+    args.w = w.ptr;
+    args.out = y.ptr;
+    args.workspace = ws.ptr;
+    algo.run(args, nullptr, nullptr);  // warm-up
     std::vector<float> ms;
     for (int i = 0; i < kFftSizeRuns; ++i) {
       FFTCONV_CUDA_CHECK(cudaEventRecord(ev.start, nullptr));
-      algo.forward(args, nullptr, nullptr);
+      algo.run(args, nullptr, nullptr);
       FFTCONV_CUDA_CHECK(cudaEventRecord(ev.stop, nullptr));
       FFTCONV_CUDA_CHECK(cudaEventSynchronize(ev.stop));
       float e = 0.0f;

@@ -1,4 +1,5 @@
-// FFT convolution, full image or overlap-save tiles: pad, r2c, per-frequency GEMM, c2r, clip.
+// FFT convolution, every pass, full image or (forward) overlap-save tiles: pad, r2c,
+// per-frequency GEMM, c2r, clip.
 #pragma once
 
 #include <memory>
@@ -8,15 +9,20 @@
 #include "fft/cufft_plan.h"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
+#include "tuning/heuristics.h"
 
 namespace fftconv::detail {
 
-/// Runs either geometry: a full-image FFT (one tile per image, the period may wrap) or
-/// overlap-save tiles (FftGeometry::tiled). Tiles of an image are extra rows of the GEMM, so both
-/// share every stage. A kept filter spectrum (set_filter) replaces the filter's pad and r2c.
+/// Runs one pass (Options::pass) on either geometry: a full-image FFT (one tile per image, the
+/// period may wrap) or, forward only, overlap-save tiles (FftGeometry::tiled). Tiles of an image
+/// are extra rows of the GEMM, so both share every stage. The three passes differ only in which
+/// planes are padded, the GEMM's strides and conjugation (gemm_problem) and what the clip reads.
+/// A kept filter spectrum (set_filter; forward and backward data) replaces the filter's pad and
+/// r2c.
 class FftConvAlgo final : public ConvAlgo {
  public:
-  /// Whether the spectra fit the workspace limit; cuFFT's scratch is checked once plans exist.
+  /// Whether the pass and geometry go together and the spectra fit the workspace limit; cuFFT's
+  /// scratch is checked once plans exist.
   static Support can_implement(const ConvDesc& d, const Options& o, const FftGeometry& g);
 
   /// Tuning::kAutotune / kExhaustive: times the forward pass at the cost model's best few
@@ -29,25 +35,28 @@ class FftConvAlgo final : public ConvAlgo {
   ~FftConvAlgo() override;
 
   std::size_t workspace_size() const override { return workspace_; }
-  void forward(const FwdArgs& args, cudaStream_t stream, StageMarks* marks) override;
+  void run(const RunArgs& args, cudaStream_t stream, StageMarks* marks) override;
   void fill_info(PlanInfo& info) const override;
   void set_filter(const void* w, cudaStream_t stream) override;
   void clear_filter() override;
   bool has_filter() const override { return kept_ != nullptr; }
   std::size_t filter_bytes() const override;
 
-  /// Bytes of the two spectrum buffers (input+filter planes, output planes).
-  static std::size_t spectrum_bytes(const ConvDesc& d, const FftGeometry& g);
+  /// Bytes of the two spectrum buffers (operand planes, result planes) of Options::pass.
+  static std::size_t spectrum_bytes(const ConvDesc& d, const FftGeometry& g, Pass pass);
 
  private:
   ConvDesc d_;
+  Pass pass_;
+  DType out_dtype_;  // dw may be fp32 for half data (Options::dw_fp32)
   FftGeometry g_;
+  SpectrumPlanes planes_;
   CgemmProblem gemm_;
   std::unique_ptr<CgemmRunner> runner_;
   std::string gemm_reason_;
-  // r2c over input and filter planes (per-call filter), over input planes only (kept filter),
-  // over filter planes only (set_filter), and the c2r of the result planes.
-  std::unique_ptr<CufftPlan2d> r2c_all_, r2c_x_, r2c_w_, c2r_;
+  // r2c over both operand segments (per-call filter), over segment a only (kept filter), over
+  // the filter planes only (set_filter), and the c2r of the result planes.
+  std::unique_ptr<CufftPlan2d> r2c_all_, r2c_a_, r2c_w_, c2r_;
   std::size_t off_out_ = 0, off_work_ = 0, off_gemm_ = 0, workspace_ = 0;
   // Kept filter spectrum and the cuFFT scratch its transform uses; owned, allocated by set_filter.
   float* kept_ = nullptr;

@@ -1,39 +1,43 @@
 #include "api/args_check.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace fftconv::detail {
 
 namespace {
+
 struct Range {
   const char* name;
   std::uintptr_t begin, end;
   bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
 };
-}  // namespace
 
-Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
-                          const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, bool filter_kept,
-                          std::string* message) {
+// One tensor argument: may be null only when optional (then it is simply absent).
+struct TensorArg {
+  const char* name;
+  const void* ptr;
+  std::int64_t elems;
+  std::size_t esize;
+  Range range() const {
+    const auto b = reinterpret_cast<std::uintptr_t>(ptr);
+    return Range{name, b, ptr ? b + static_cast<std::uintptr_t>(elems) * esize : b};
+  }
+};
+
+// Checks shared by every pass, after the null checks: alignment, workspace, overlaps.
+Status check_tensors(const ConvDesc& d, const TensorArg* inputs, int count, const TensorArg& out,
+                     const void* workspace, std::size_t workspace_bytes,
+                     std::size_t workspace_needed, std::string* message) {
   auto fail = [&](Status st, const std::string& why) {
     if (message) *message = why + " [" + d.to_string() + "]";
     return st;
   };
-  if (!x) return fail(Status::kNullPointer, "x is null");
-  if (!w && !filter_kept) {
-    return fail(Status::kNullPointer, "w is null and the plan keeps no filter (set_filter)");
-  }
-  if (!y) return fail(Status::kNullPointer, "y is null");
-  const std::size_t esize = dtype_size(d.dtype);
-  const struct {
-    const char* name;
-    const void* ptr;
-  } tensors[] = {{"x", x}, {"w", w}, {"bias", bias}, {"y", y}};
-  for (const auto& t : tensors) {
-    if (t.ptr && reinterpret_cast<std::uintptr_t>(t.ptr) % esize != 0) {
+  for (int i = 0; i <= count; ++i) {
+    const TensorArg& t = i < count ? inputs[i] : out;
+    if (t.ptr && reinterpret_cast<std::uintptr_t>(t.ptr) % t.esize != 0) {
       return fail(Status::kMisalignedPointer, std::string(t.name) + " is not aligned to its " +
-                                                  std::to_string(esize) + "-byte elements");
+                                                  std::to_string(t.esize) + "-byte elements");
     }
   }
   if (workspace_bytes < workspace_needed) {
@@ -46,22 +50,18 @@ Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const
     return fail(Status::kMisalignedPointer, "workspace is not aligned to " +
                                                 std::to_string(kWorkspaceAlignment) + " bytes");
   }
-  auto range = [&](const char* name, const void* p, std::int64_t elems) {
-    const auto b = reinterpret_cast<std::uintptr_t>(p);
-    return Range{name, b, b + static_cast<std::uintptr_t>(elems) * esize};
-  };
-  const Range ry = range("y", y, d.y_elems());
-  const Range inputs[] = {range("x", x, d.x_elems()), range("w", w, w ? d.w_elems() : 0),
-                          range("bias", bias, bias ? d.k : 0)};
-  for (const Range& in : inputs) {
-    if (in.overlaps(ry)) {
-      return fail(Status::kInvalidArgument, std::string(in.name) + " overlaps y");
+  const Range ro = out.range();
+  for (int i = 0; i < count; ++i) {
+    if (inputs[i].range().overlaps(ro)) {
+      return fail(Status::kInvalidArgument,
+                  std::string(inputs[i].name) + " overlaps " + out.name);
     }
   }
   if (workspace && workspace_needed > 0) {
     const auto b = reinterpret_cast<std::uintptr_t>(workspace);
     const Range rws{"workspace", b, b + workspace_needed};
-    for (const Range& t : {inputs[0], inputs[1], inputs[2], ry}) {
+    for (int i = 0; i <= count; ++i) {
+      const Range t = (i < count ? inputs[i] : out).range();
       if (t.overlaps(rws)) {
         return fail(Status::kInvalidArgument, std::string(t.name) + " overlaps the workspace");
       }
@@ -69,6 +69,61 @@ Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const
   }
   if (message) message->clear();
   return Status::kSuccess;
+}
+
+Status fail_null(const ConvDesc& d, const std::string& why, std::string* message) {
+  if (message) *message = why + " [" + d.to_string() + "]";
+  return Status::kNullPointer;
+}
+
+}  // namespace
+
+Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
+                          const void* y, const void* workspace, std::size_t workspace_bytes,
+                          std::size_t workspace_needed, bool filter_kept,
+                          std::string* message) {
+  if (!x) return fail_null(d, "x is null", message);
+  if (!w && !filter_kept) {
+    return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
+  }
+  if (!y) return fail_null(d, "y is null", message);
+  const std::size_t es = dtype_size(d.dtype);
+  const TensorArg in[] = {{"x", x, d.x_elems(), es}, {"w", w, d.w_elems(), es},
+                          {"bias", bias, d.k, es}};
+  return check_tensors(d, in, 3, TensorArg{"y", y, d.y_elems(), es}, workspace, workspace_bytes,
+                       workspace_needed, message);
+}
+
+Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w, const void* dx,
+                                const void* workspace, std::size_t workspace_bytes,
+                                std::size_t workspace_needed, bool filter_kept,
+                                std::string* message) {
+  if (!dy) return fail_null(d, "dy is null", message);
+  if (!w && !filter_kept) {
+    return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
+  }
+  if (!dx) return fail_null(d, "dx is null", message);
+  const std::size_t es = dtype_size(d.dtype);
+  const TensorArg in[] = {{"dy", dy, d.y_elems(), es}, {"w", w, d.w_elems(), es}};
+  return check_tensors(d, in, 2, TensorArg{"dx", dx, d.x_elems(), es}, workspace,
+                       workspace_bytes, workspace_needed, message);
+}
+
+Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* dy, const void* dw,
+                                  DType dw_dtype, float alpha, float beta, const void* workspace,
+                                  std::size_t workspace_bytes, std::size_t workspace_needed,
+                                  std::string* message) {
+  if (!x) return fail_null(d, "x is null", message);
+  if (!dy) return fail_null(d, "dy is null", message);
+  if (!dw) return fail_null(d, "dw is null", message);
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) {
+    if (message) *message = "alpha and beta must be finite [" + d.to_string() + "]";
+    return Status::kInvalidArgument;
+  }
+  const std::size_t es = dtype_size(d.dtype);
+  const TensorArg in[] = {{"x", x, d.x_elems(), es}, {"dy", dy, d.y_elems(), es}};
+  return check_tensors(d, in, 2, TensorArg{"dw", dw, d.w_elems(), dtype_size(dw_dtype)},
+                       workspace, workspace_bytes, workspace_needed, message);
 }
 
 }  // namespace fftconv::detail

@@ -19,4 +19,17 @@ Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const
                           const void* y, const void* workspace, std::size_t workspace_bytes,
                           std::size_t workspace_needed, bool filter_kept, std::string* message);
 
+/// Same checks for backward_data(): dy and w (null when `filter_kept`) in, dx out.
+Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w, const void* dx,
+                                const void* workspace, std::size_t workspace_bytes,
+                                std::size_t workspace_needed, bool filter_kept,
+                                std::string* message);
+
+/// Same checks for backward_filter(): x and dy in, dw out (elements of `dw_dtype`); alpha and
+/// beta must be finite.
+Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* dy, const void* dw,
+                                  DType dw_dtype, float alpha, float beta, const void* workspace,
+                                  std::size_t workspace_bytes, std::size_t workspace_needed,
+                                  std::string* message);
+
 }  // namespace fftconv::detail

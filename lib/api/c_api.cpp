@@ -20,6 +20,8 @@ static_assert(FFTCONV_STATUS_INTERNAL == static_cast<int>(fftconv::Status::kInte
               "C and C++ status codes out of sync");
 static_assert(FFTCONV_ALGO_FFT_TILED == static_cast<int>(fftconv::Algo::kFftTiled),
               "C and C++ algo codes out of sync");
+static_assert(FFTCONV_PASS_BACKWARD_FILTER == static_cast<int>(fftconv::Pass::kBackwardFilter),
+              "fftconv_pass_t must match fftconv::Pass");
 static_assert(FFTCONV_DTYPE_BF16 == static_cast<int>(fftconv::DType::kBF16),
               "C and C++ dtype codes out of sync");
 
@@ -88,6 +90,8 @@ fftconv_options_t fftconv_options_default(void) {
   o.algo = FFTCONV_ALGO_AUTO;
   o.workspace_limit = SIZE_MAX;
   o.allow_tf32 = 0;
+  o.pass = FFTCONV_PASS_FORWARD;
+  o.dw_fp32 = 0;
   return o;
 }
 
@@ -121,6 +125,8 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       o.algo = static_cast<fftconv::Algo>(options->algo);
       o.workspace_limit = options->workspace_limit;
       o.allow_tf32 = options->allow_tf32 != 0;
+      o.pass = static_cast<fftconv::Pass>(options->pass);
+      o.dw_fp32 = options->dw_fp32 != 0;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();
@@ -149,6 +155,23 @@ fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void*
                                  size_t workspace_bytes, cudaStream_t stream) {
   if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
   return guarded([&] { plan->plan.forward(x, w, bias, y, workspace, workspace_bytes, stream); });
+}
+
+fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w,
+                                       void* dx, void* workspace, size_t workspace_bytes,
+                                       cudaStream_t stream) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded(
+      [&] { plan->plan.backward_data(dy, w, dx, workspace, workspace_bytes, stream); });
+}
+
+fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, const void* dy,
+                                         void* dw, void* workspace, size_t workspace_bytes,
+                                         cudaStream_t stream, float alpha, float beta) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded([&] {
+    plan->plan.backward_filter(x, dy, dw, workspace, workspace_bytes, stream, alpha, beta);
+  });
 }
 
 fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream) {

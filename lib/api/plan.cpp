@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "algos/cudnn_fwd.h"
+#include "algos/cudnn_conv.h"
 #include "algos/fft_conv.h"
 #include "api/args_check.h"
 #include "core/check.h"
@@ -31,6 +31,8 @@ Algo parse_algo(const std::string& name) {
   throw Error(Status::kInvalidArgument,
               "unknown algorithm '" + name + "' (expected auto, fft, fft_tiled or cudnn)");
 }
+
+std::vector<std::string> cudnn_algo_names(Pass pass) { return detail::cudnn_algos(pass); }
 
 std::vector<std::string> gemm_kernel_names() {
   std::vector<std::string> names;
@@ -133,17 +135,38 @@ void check_options(const Options& o) {
   if (t < static_cast<int>(Tuning::kHeuristic) || t > static_cast<int>(Tuning::kExhaustive)) {
     throw Error(Status::kInvalidArgument, "Options::tuning has the invalid value " + std::to_string(t));
   }
+  const int p = static_cast<int>(o.pass);
+  if (p < static_cast<int>(Pass::kForward) || p > static_cast<int>(Pass::kBackwardFilter)) {
+    throw Error(Status::kInvalidArgument, "Options::pass has the invalid value " + std::to_string(p));
+  }
+  const int b = static_cast<int>(o.backend);
+  if (b < static_cast<int>(Backend::kGpu) || b > static_cast<int>(Backend::kAuto)) {
+    throw Error(Status::kInvalidArgument,
+                "Options::backend has the invalid value " + std::to_string(b));
+  }
+}
+
+// The plan's pass must be the one called.
+void require_pass(const ConvDesc& d, Pass built, Pass called, const char* method) {
+  if (built != called) {
+    throw Error(Status::kInvalidArgument,
+                std::string(method) + " on a plan built for pass " + pass_name(built) +
+                    "; build a plan with Options::pass = " + pass_name(called) + " [" +
+                    d.to_string() + "]");
+  }
 }
 
 std::string size_text(std::int64_t h, std::int64_t w) {
   return std::to_string(h) + "x" + std::to_string(w);
 }
 
-// Full-image geometry: forced by Options, autotuned, or the cost model's.
+// Full-image geometry: forced by Options, autotuned (forward), or the cost model's.
 detail::FftGeometry full_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
   if (o.fft_h == 0 && o.fft_w == 0) {
-    if (o.tuning != Tuning::kHeuristic) return detail::FftConvAlgo::tune_geometry(d, o, reason);
-    return detail::choose_fft_geometry(d);
+    if (o.tuning != Tuning::kHeuristic && o.pass == Pass::kForward) {
+      return detail::FftConvAlgo::tune_geometry(d, o, reason);
+    }
+    return detail::choose_fft_geometry(d, o.pass);
   }
   if (reason) *reason = "fft size forced by options";
   const std::int64_t min_h = detail::min_fft_h(d), min_w = detail::min_fft_w(d);
@@ -189,7 +212,7 @@ std::unique_ptr<detail::ConvAlgo> build_fft(const ConvDesc& d, const Options& o,
   // Spectra alone over the free memory: fail before building cuFFT plans for them.
   std::size_t free_bytes = 0, total_bytes = 0;
   FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t spectra = detail::FftConvAlgo::spectrum_bytes(d, g);
+  const std::size_t spectra = detail::FftConvAlgo::spectrum_bytes(d, g, o.pass);
   if (spectra > free_bytes) {
     throw Error(Status::kOutOfMemory,
                 std::string(g.tiled ? "tiled fft " : "fft ") + size_text(g.fft_h, g.fft_w) +
@@ -202,7 +225,7 @@ std::unique_ptr<detail::ConvAlgo> build_fft(const ConvDesc& d, const Options& o,
 }
 
 std::unique_ptr<detail::ConvAlgo> build_cudnn(const ConvDesc& d, const Options& o) {
-  auto algo = detail::make_cudnn_forward(d, o);
+  auto algo = detail::make_cudnn(d, o);
   check_device_memory(*algo);
   return algo;
 }
@@ -248,10 +271,12 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
         Algo algo;
         double us;
       };
-      const detail::FftGeometry full = detail::choose_fft_geometry(desc);
+      // Backward passes run the full-image FFT or cuDNN (no overlap-save tiling).
+      const Pass pass = options.pass;
+      const detail::FftGeometry full = detail::choose_fft_geometry(desc, pass);
       detail::FftGeometry tiled;
-      const bool has_tiled = detail::choose_tiled_geometry(desc, &tiled);
-      std::vector<Candidate> order = {{Algo::kFft, detail::estimate_fft_us(desc, full)},
+      const bool has_tiled = pass == Pass::kForward && detail::choose_tiled_geometry(desc, &tiled);
+      std::vector<Candidate> order = {{Algo::kFft, detail::estimate_fft_us(desc, full, pass)},
                                       {Algo::kCudnn, detail::estimate_direct_us(desc)}};
       if (has_tiled) {
         order.push_back({Algo::kFftTiled,
@@ -274,7 +299,7 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
         const Algo a = order[i].algo;
         try {
           if (a == Algo::kCudnn) {
-            const detail::Support s = detail::cudnn_can_implement(desc);
+            const detail::Support s = detail::cudnn_can_implement(desc, options);
             if (!s.ok()) throw Error(s.status, s.reason);
             p.algo = build_cudnn(desc, options);
           } else {
@@ -300,6 +325,8 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
     }
   }
   p.algo->fill_info(p.info);
+  p.info.pass = options.pass;
+  p.info.backend = Backend::kGpu;
   p.info.reason = p.info.reason.empty() ? reason : reason + "; " + p.info.reason;
 }
 
@@ -314,7 +341,7 @@ std::size_t Plan::workspace_size() const { return impl_->algo->workspace_size();
 
 std::string Plan::describe() const {
   const PlanInfo& i = impl_->info;
-  std::string s = impl_->desc.to_string() + " algo=" + algo_name(i.algo);
+  std::string s = impl_->desc.to_string() + " pass=" + pass_name(i.pass) + " algo=" + algo_name(i.algo);
   if (i.algo == Algo::kFft) {
     s += " fft=" + size_text(i.fft_h, i.fft_w) + " gemm=" + i.gemm;
   } else if (i.algo == Algo::kFftTiled) {
@@ -330,19 +357,69 @@ std::string Plan::describe() const {
 
 void Plan::forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
                    std::size_t workspace_bytes, cudaStream_t stream) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
   const Status st =
       detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
                                  workspace_size(), impl_->algo->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
-  impl_->algo->forward(detail::FwdArgs{x, w, bias, y, workspace}, stream, nullptr);
+  detail::RunArgs args;
+  args.x = x;
+  args.w = w;
+  args.bias = bias;
+  args.out = y;
+  args.workspace = workspace;
+  impl_->algo->run(args, stream, nullptr);
+}
+
+void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspace,
+                         std::size_t workspace_bytes, cudaStream_t stream) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardData, "backward_data");
+  std::string why;
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  const Status st =
+      detail::check_backward_data_args(impl_->desc, dy, w, dx, workspace, workspace_bytes,
+                                       workspace_size(), impl_->algo->has_filter(), &why);
+  if (st != Status::kSuccess) throw Error(st, why);
+  detail::RunArgs args;
+  args.dy = dy;
+  args.w = w;
+  args.out = dx;
+  args.workspace = workspace;
+  impl_->algo->run(args, stream, nullptr);
+}
+
+void Plan::backward_filter(const void* x, const void* dy, void* dw, void* workspace,
+                           std::size_t workspace_bytes, cudaStream_t stream, float alpha,
+                           float beta) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardFilter, "backward_filter");
+  const DType dw_dtype = impl_->options.dw_fp32 ? DType::kF32 : impl_->desc.dtype;
+  std::string why;
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  const Status st = detail::check_backward_filter_args(impl_->desc, x, dy, dw, dw_dtype, alpha,
+                                                       beta, workspace, workspace_bytes,
+                                                       workspace_size(), &why);
+  if (st != Status::kSuccess) throw Error(st, why);
+  detail::RunArgs args;
+  args.x = x;
+  args.dy = dy;
+  args.out = dw;
+  args.workspace = workspace;
+  args.alpha = alpha;
+  args.beta = beta;
+  impl_->algo->run(args, stream, nullptr);
 }
 
 void Plan::set_filter(const void* w, cudaStream_t stream) {
   if (!w) throw Error(Status::kNullPointer, "set_filter: w is null [" + impl_->desc.to_string() + "]");
   if (reinterpret_cast<std::uintptr_t>(w) % dtype_size(impl_->desc.dtype) != 0) {
     throw Error(Status::kMisalignedPointer, "set_filter: w is not aligned to its elements");
+  }
+  if (impl_->options.pass == Pass::kBackwardFilter) {
+    throw Error(Status::kInvalidArgument,
+                "set_filter: a backward-filter plan has no filter input [" +
+                    impl_->desc.to_string() + "]");
   }
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
   impl_->algo->set_filter(w, stream);
@@ -383,6 +460,7 @@ class EventMarks final : public detail::StageMarks {
 std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const void* bias,
                                              void* y, void* workspace, std::size_t workspace_bytes,
                                              cudaStream_t stream, int iters) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "profile_forward");
   if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
@@ -390,12 +468,17 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
       detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
                                  workspace_size(), impl_->algo->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
-  const detail::FwdArgs args{x, w, bias, y, workspace};
-  impl_->algo->forward(args, stream, nullptr);  // warm-up
+  detail::RunArgs args;
+  args.x = x;
+  args.w = w;
+  args.bias = bias;
+  args.out = y;
+  args.workspace = workspace;
+  impl_->algo->run(args, stream, nullptr);  // warm-up
   std::vector<EventMarks> runs(static_cast<std::size_t>(iters));
   for (EventMarks& run : runs) {
     run.mark("start", stream);
-    impl_->algo->forward(args, stream, &run);
+    impl_->algo->run(args, stream, &run);
   }
   FFTCONV_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<StageTime> out;

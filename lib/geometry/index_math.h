@@ -73,6 +73,21 @@ FFTCONV_HD std::int64_t clip_source(std::int64_t p, std::int64_t stride, std::in
   return t < period ? t : t % period;
 }
 
+/// FFT coordinate a clip stage reads for output index p: off + p*stride, or past the period the
+/// wrapped position (wrap, the forward pass: see clip_source) or -1, a zero (backward data).
+///
+/// Backward data with the forward pass's period F (min_fft_extent): dx_pad = dy_up (*) w_dil, a
+/// convolution whose linear support is [0, hi). Reading u = i + pad < F, the circular result
+/// adds the linear one at u + F >= pad + F >= hi: zero. Past the period (u >= F) the true value
+/// is zero too: F < pad + in there, so F >= hi. The pad stage drops dy rows at t >= F instead of
+/// wrapping them; they only reach u >= t >= F. Backward filter reads j = r*dil < eff_k <= F.
+FFTCONV_HD std::int64_t clip_read(std::int64_t p, std::int64_t stride, std::int64_t off,
+                                  std::int64_t period, bool wrap) {
+  const std::int64_t t = off + p * stride;
+  if (t < period) return t;
+  return wrap ? t % period : -1;
+}
+
 /// Smallest circular period that reproduces the linear correlation on every output kept.
 ///
 /// The output reads padded positions [0, hi) with hi = (out-1)*stride + eff_k; data occupies

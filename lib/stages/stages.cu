@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kPadThreads)
 }
 
 // Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
-template <typename T>
+template <typename T, bool kAccumulate>
 __global__ void __launch_bounds__(kPadThreads)
     clip_kernel(ClipArgs a, FftGeometry g, int chunk, int chunks_per_plane) {
   T* y = static_cast<T*>(a.y);
@@ -87,11 +87,23 @@ __global__ void __launch_bounds__(kPadThreads)
       const int th = p / tile_h, tw = q / tile_w;
       const std::int64_t src_plane =
           clip_plane_source(plane, a.k, g.tiles_h * g.tiles_w, th * g.tiles_w + tw);
-      const std::int64_t row = clip_source(p - th * tile_h, a.stride_h, g.fft_h);
-      const std::int64_t col = clip_source(q - tw * tile_w, a.stride_w, g.fft_w);
-      const float v = a.src[(src_plane * g.fft_h + row) * g.pitch + col];
-      dst[i] = from_float<T>(fmaf(v, a.scale, b));
+      const std::int64_t row = clip_read(p - th * tile_h, a.stride_h, a.off_h, g.fft_h, a.wrap);
+      const std::int64_t col = clip_read(q - tw * tile_w, a.stride_w, a.off_w, g.fft_w, a.wrap);
+      const float v = row >= 0 && col >= 0 ? a.src[(src_plane * g.fft_h + row) * g.pitch + col] : 0.0f;
+      float out = fmaf(v, a.scale, b);
+      if (kAccumulate) out = fmaf(a.beta, to_float(dst[i]), out);
+      dst[i] = from_float<T>(out);
     }
+  }
+}
+
+template <typename T>
+void clip_typed(const ClipArgs& a, const FftGeometry& g, unsigned grid, int chunk, int chunks,
+                cudaStream_t stream) {
+  if (a.beta != 0.0f) {
+    clip_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(a, g, chunk, chunks);
+  } else {
+    clip_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(a, g, chunk, chunks);
   }
 }
 
@@ -134,15 +146,9 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   const auto grid =
       static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
   switch (dtype) {
-    case DType::kF32:
-      clip_kernel<float><<<grid, kPadThreads, 0, stream>>>(args, g, chunk, chunks);
-      break;
-    case DType::kF16:
-      clip_kernel<__half><<<grid, kPadThreads, 0, stream>>>(args, g, chunk, chunks);
-      break;
-    case DType::kBF16:
-      clip_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(args, g, chunk, chunks);
-      break;
+    case DType::kF32: clip_typed<float>(args, g, grid, chunk, chunks, stream); break;
+    case DType::kF16: clip_typed<__half>(args, g, grid, chunk, chunks, stream); break;
+    case DType::kBF16: clip_typed<__nv_bfloat16>(args, g, grid, chunk, chunks, stream); break;
   }
   FFTCONV_CHECK_LAUNCH();
 }

@@ -26,10 +26,13 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
                 cudaStream_t stream);
 
 /// For every output plane o = n*k + kk and output (p, q) in tile (th, tw):
-///   y[o][p][q] = scale * src[clip_plane_source(o, k, tiles, tile)][clip_source(lp, stride_h)]
-///                [clip_source(lq, stride_w)] + bias[kk]
-/// with lp, lq the position inside the tile; src holds the c2r result planes (FftGeometry's
-/// pitch); bias may be null.
+///   y[o][p][q] = scale * src[clip_plane_source(o, k, tiles, tile)]
+///                [clip_read(lp, stride_h, off_h, fft_h, wrap)][clip_read(lq, ...)]
+///                + bias[kk] + beta * y[o][p][q]
+/// with lp, lq the position inside the tile and a read of -1 giving 0; src holds the c2r result
+/// planes (FftGeometry's pitch); bias may be null; y is read only when beta != 0.
+/// Forward: offset 0, output stride, wrap. Backward data: offset = padding, stride 1, no wrap.
+/// Backward filter: offset 0, stride = dilation (the taps of the dilated kernel).
 struct ClipArgs {
   const float* src;
   void* y;
@@ -37,8 +40,12 @@ struct ClipArgs {
   std::int64_t planes, k;  ///< output planes (n*k) and filters
   std::int64_t out_h, out_w;
   std::int64_t stride_h, stride_w;
+  std::int64_t off_h = 0, off_w = 0;
+  bool wrap = true;
   float scale;
+  float beta = 0.0f;
 };
+/// `dtype` is the type of y (and bias).
 void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream);
 
 }  // namespace fftconv::detail

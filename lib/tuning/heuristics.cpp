@@ -93,22 +93,82 @@ CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g) {
   return p;
 }
 
-double estimate_fft_us(const ConvDesc& d, const FftGeometry& g) {
-  const double images = double(d.n) * g.tiles();
-  const double planes_in = images * d.c + double(d.k) * d.c_per_group();
-  const double planes_out = images * d.k;
+SpectrumPlanes spectrum_planes(const ConvDesc& d, const FftGeometry& g, Pass pass) {
+  const std::int64_t images = d.n * g.tiles(), filters = d.k * d.c_per_group();
+  switch (pass) {
+    case Pass::kBackwardData: return {d.n * d.k, filters, d.n * d.c};
+    case Pass::kBackwardFilter: return {d.n * d.c, d.n * d.k, filters};
+    case Pass::kForward: break;
+  }
+  return {images * d.c, filters, images * d.k};
+}
+
+CgemmProblem gemm_problem(const ConvDesc& d, const FftGeometry& g, Pass pass) {
+  if (pass == Pass::kForward) return forward_gemm_problem(d, g);
+  const std::int64_t cg = d.c_per_group(), kg = d.k_per_group(), bins = g.bins;
+  CgemmProblem p;
+  p.bins = bins;
+  p.groups = d.groups;
+  if (pass == Pass::kBackwardData) {
+    p.m = d.n;
+    p.n = cg;
+    p.k = kg;
+    p.a_m = d.k * bins;  // DY[n][k][f]
+    p.a_k = bins;
+    p.a_g = kg * bins;
+    p.b_n = bins;  // W[k][c'][f], read as B[c'][k]
+    p.b_k = cg * bins;
+    p.b_g = kg * cg * bins;
+    p.c_m = d.c * bins;  // DX[n][c][f]
+    p.c_n = bins;
+    p.c_g = cg * bins;
+  } else {
+    p.m = kg;
+    p.n = cg;
+    p.k = d.n;
+    p.a_m = bins;  // DY[n][k][f], read as A[k][n]
+    p.a_k = d.k * bins;
+    p.a_g = kg * bins;
+    p.b_n = bins;  // X[n][c][f], read as B[c][n]
+    p.b_k = d.c * bins;
+    p.b_g = cg * bins;
+    p.c_m = cg * bins;  // DW[k][c'][f]
+    p.c_n = bins;
+    p.c_g = kg * cg * bins;
+    p.conj_a = true;  // correlation of x with dy
+  }
+  return p;
+}
+
+double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass) {
+  const SpectrumPlanes planes = spectrum_planes(d, g, pass);
+  const double planes_in = double(planes.a + planes.b);
+  const double planes_out = double(planes.out);
   const double real_plane = double(g.fft_h) * g.pitch * 4.0;
   const double spec_plane = double(g.bins) * 8.0;
   const double esize = double(dtype_size(d.dtype));
   const double radix = 0.5 * (radix_factor(g.fft_h) + radix_factor(g.fft_w));
 
-  const double pad_bytes = (d.x_elems() + d.w_elems()) * esize + planes_in * real_plane;
+  // Tensors read by the pad stage and written by the clip stage, per pass; the clip reads the
+  // result planes with the output stride (forward) or densely (backward).
+  double read_elems = double(d.x_elems() + d.w_elems()), out_elems = double(d.y_elems());
+  double clip_read = 4.0 * d.stride_w;
+  if (pass == Pass::kBackwardData) {
+    read_elems = double(d.y_elems() + d.w_elems());
+    out_elems = double(d.x_elems());
+    clip_read = 4.0;
+  } else if (pass == Pass::kBackwardFilter) {
+    read_elems = double(d.x_elems() + d.y_elems());
+    out_elems = double(d.w_elems());
+    clip_read = 4.0 * d.dil_w;
+  }
+  const double pad_bytes = read_elems * esize + planes_in * real_plane;
   const double r2c_bytes = planes_in * (real_plane + spec_plane) * kFftPasses * radix;
   const double gemm_bytes = (planes_in + planes_out) * spec_plane;
   const double c2r_bytes = planes_out * (real_plane + spec_plane) * kFftPasses * radix;
-  const double clip_bytes = double(d.y_elems()) * (4.0 * d.stride_w + esize);
+  const double clip_bytes = out_elems * (clip_read + esize);
   const double gemm_us = std::max(gemm_bytes / kStreamBytesPerUs,
-                                  forward_gemm_problem(d, g).flops() / kGemmFlopsPerUs);
+                                  gemm_problem(d, g, pass).flops() / kGemmFlopsPerUs);
   return (pad_bytes + r2c_bytes + c2r_bytes + clip_bytes) / kStreamBytesPerUs + gemm_us +
          kFftLaunches * kLaunchUs;
 }
@@ -123,12 +183,12 @@ double estimate_direct_us(const ConvDesc& d) {
   return flops / (rate * fill) + kLaunchUs;
 }
 
-std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count) {
+std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count, Pass pass) {
   std::vector<std::pair<double, FftGeometry>> scored;
   for (std::int64_t fh : fft_size_candidates(min_fft_h(d))) {
     for (std::int64_t fw : fft_size_candidates(min_fft_w(d))) {
       const FftGeometry g = make_fft_geometry(d, fh, fw);
-      scored.emplace_back(estimate_fft_us(d, g), g);
+      scored.emplace_back(estimate_fft_us(d, g, pass), g);
     }
   }
   std::stable_sort(scored.begin(), scored.end(),
@@ -138,7 +198,9 @@ std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t co
   return out;
 }
 
-FftGeometry choose_fft_geometry(const ConvDesc& d) { return ranked_fft_geometries(d, 1).front(); }
+FftGeometry choose_fft_geometry(const ConvDesc& d, Pass pass) {
+  return ranked_fft_geometries(d, 1, pass).front();
+}
 
 bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out) {
   const auto axis = [](std::int64_t eff_k) {

@@ -6,22 +6,24 @@
 #include <vector>
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/plan.hpp"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
 
 namespace fftconv::detail {
 
-/// Estimated device time, in microseconds, of the full-image FFT path at this FFT size, with the
-/// filter transformed on every call.
-double estimate_fft_us(const ConvDesc& d, const FftGeometry& g);
+/// Estimated device time, in microseconds, of the FFT path of `pass` at this geometry, with every
+/// operand transformed on every call.
+double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass::kForward);
 
 /// Estimated device time of a direct (cuDNN) convolution, in microseconds.
 double estimate_direct_us(const ConvDesc& d);
 
 /// The FFT size with the lowest estimate among fft_size_candidates() on each axis.
-FftGeometry choose_fft_geometry(const ConvDesc& d);
+FftGeometry choose_fft_geometry(const ConvDesc& d, Pass pass = Pass::kForward);
 /// The `count` FFT sizes with the lowest estimates, best first.
-std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count);
+std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count,
+                                               Pass pass = Pass::kForward);
 
 /// Tiling re-reads input halos and its estimate does not see that: Auto tiles only when the
 /// estimate wins by more than this factor (seed3_cntk_valid, estimates tied: tiled 2x1 ran
@@ -36,6 +38,23 @@ bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out);
 /// The per-frequency GEMM of the forward pass for this descriptor and geometry (tiles of an
 /// image are extra rows: m = n * tiles).
 CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g);
+
+/// The per-frequency GEMM of any pass (ENGINEERING §3), on the planes SpectrumPlanes lays out:
+///   fwd:   Y[n][k]   = sum_c X[n][c] * conj(W[k][c])    (contraction over input channels)
+///   dgrad: DX[n][c]  = sum_k DY[n][k] * W[k][c]          (over filters; convolution, no conj)
+///   wgrad: DW[k][c]  = sum_n conj(DY[n][k]) * X[n][c]    (over images; crop R x S afterwards)
+/// per group. Backward passes run on full-image geometries only.
+CgemmProblem gemm_problem(const ConvDesc& d, const FftGeometry& g, Pass pass);
+
+/// Planes of each pass: the two padded operand segments (transformed in one r2c batch, segment a
+/// first) and the result planes of the c2r.
+///   fwd:   a = x (n*tiles*c), b = w (k*c/g), out = y (n*tiles*k)
+///   dgrad: a = dy (n*k),      b = w (k*c/g), out = dx (n*c)
+///   wgrad: a = x (n*c),       b = dy (n*k),  out = dw (k*c/g)
+struct SpectrumPlanes {
+  std::int64_t a = 0, b = 0, out = 0;
+};
+SpectrumPlanes spectrum_planes(const ConvDesc& d, const FftGeometry& g, Pass pass);
 
 /// The tiling the heuristic picks for a problem on a device with `sm_count` multiprocessors.
 const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count);

@@ -1,0 +1,399 @@
+// Backward data and backward filter against the fp64 device oracle: random sweeps in every dtype,
+// every suite row, accumulation (alpha, beta), fp32 master gradients, kept filters, the adjoint
+// identity that ties the three passes together, and bad calls.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "gpu_test_util.h"
+#include "reference/reference.h"
+
+namespace fftconv::gputest {
+namespace {
+
+testing::DeviceBuffer upload(const std::vector<float>& v, DType dtype) {
+  const auto bytes = testing::encode(v, dtype);
+  testing::DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype) {
+  std::vector<unsigned char> host(b.bytes());
+  b.download(host.data(), host.size());
+  return testing::decode(host.data(), count, dtype);
+}
+
+std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
+  std::vector<double> v(count);
+  b.download(v.data(), v.size() * sizeof(double));
+  return v;
+}
+
+/// Random x, w, dy of one descriptor (values exact in its dtype) and both backward oracles.
+struct BwdProblem {
+  ConvDesc desc;
+  std::uint64_t seed;
+  std::vector<float> xv, wv, dyv;
+  testing::DeviceBuffer x, w, dy;
+  std::vector<double> ref_dx, ref_dw;
+
+  BwdProblem(const ConvDesc& d, std::uint64_t s) : desc(d), seed(s) {
+    xv = testing::random_values(d.x_elems(), seed, d.dtype);
+    wv = testing::random_values(d.w_elems(), seed + 1, d.dtype);
+    dyv = testing::random_values(d.y_elems(), seed + 2, d.dtype);
+    x = upload(xv, d.dtype);
+    w = upload(wv, d.dtype);
+    dy = upload(dyv, d.dtype);
+    testing::DeviceBuffer x32 = upload(xv, DType::kF32), w32 = upload(wv, DType::kF32),
+                          dy32 = upload(dyv, DType::kF32);
+    testing::DeviceBuffer dx64(sizeof(double) * d.x_elems()), dw64(sizeof(double) * d.w_elems());
+    reference::conv2d_backward_data_device(d, dy32.as<float>(), w32.as<float>(),
+                                           dx64.as<double>(), nullptr);
+    reference::conv2d_backward_filter_device(d, x32.as<float>(), dy32.as<float>(),
+                                             dw64.as<double>(), nullptr);
+    testing::cuda_check(cudaDeviceSynchronize(), "backward oracles");
+    ref_dx = download_f64(dx64, d.x_elems());
+    ref_dw = download_f64(dw64, d.w_elems());
+  }
+};
+
+struct BwdResult {
+  testing::ErrorStats err;
+  std::string describe;
+  PlanInfo info;
+  std::vector<float> out;
+};
+
+Options with_pass(Options o, Pass pass) {
+  o.pass = pass;
+  return o;
+}
+
+BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filter = false) {
+  const ConvDesc& d = p.desc;
+  Plan plan(d, with_pass(options, Pass::kBackwardData));
+  testing::DeviceBuffer dx(dtype_size(d.dtype) * d.x_elems()), ws(plan.workspace_size());
+  dx.poison();
+  if (keep_filter) plan.set_filter(p.w.get(), nullptr);
+  plan.backward_data(p.dy.get(), keep_filter ? nullptr : p.w.get(), dx.get(), ws.get(),
+                     ws.bytes(), nullptr);
+  testing::cuda_check(cudaDeviceSynchronize(), "backward_data");
+  BwdResult r{{}, plan.describe(), plan.info(), download(dx, d.x_elems(), d.dtype)};
+  r.err = testing::compare(r.out, p.ref_dx);
+  return r;
+}
+
+/// dw = alpha * grad + beta * dw0 (dw0 ignored, and dw NaN-poisoned, when beta == 0).
+BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha = 1.0f,
+                    float beta = 0.0f, const std::vector<float>* dw0 = nullptr) {
+  const ConvDesc& d = p.desc;
+  const Options o = with_pass(options, Pass::kBackwardFilter);
+  const DType out_dtype = o.dw_fp32 ? DType::kF32 : d.dtype;
+  Plan plan(d, o);
+  testing::DeviceBuffer dw, ws(plan.workspace_size());
+  if (beta != 0.0f) {
+    dw = upload(*dw0, out_dtype);
+  } else {
+    dw = testing::DeviceBuffer(dtype_size(out_dtype) * d.w_elems());
+    dw.poison();
+  }
+  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, alpha,
+                       beta);
+  testing::cuda_check(cudaDeviceSynchronize(), "backward_filter");
+  BwdResult r{{}, plan.describe(), plan.info(), download(dw, d.w_elems(), out_dtype)};
+  std::vector<double> ref(p.ref_dw.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    ref[i] = alpha * p.ref_dw[i] + (beta != 0.0f ? double(beta) * (*dw0)[i] : 0.0);
+  }
+  r.err = testing::compare(r.out, ref);
+  return r;
+}
+
+// cuDNN sums its products in fp32: a bound that grows with the reduction length (as for the
+// forward suite rows); ours keeps the fixed tolerance.
+double cudnn_tolerance(const ConvDesc& d, Pass pass) {
+  const double length = pass == Pass::kBackwardData
+                            ? double(d.k_per_group()) * d.r * d.s
+                            : double(d.n) * d.out_h() * d.out_w();
+  return std::max(testing::tolerance(d.dtype), 4.0 * std::sqrt(length) * 0x1p-24);
+}
+
+void sweep(DType dtype, Algo algo, int cases, std::uint64_t seed, bool dw_fp32 = false) {
+  std::mt19937_64 gen(seed);
+  Options o;
+  o.algo = algo;
+  o.dw_fp32 = dw_fp32;
+  int failures = 0;
+  double worst_dx = 0.0, worst_dw = 0.0;
+  for (int i = 0; i < cases; ++i) {
+    const ConvDesc d = random_desc(gen, dtype);
+    const std::uint64_t case_seed = seed * 1000 + i;
+    const BwdProblem p(d, case_seed);
+    for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
+      // fp32 master gradients of half data: fp32 math on exact inputs, fp32 output.
+      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, pass)
+                         : pass == Pass::kBackwardFilter && dw_fp32
+                             ? testing::tolerance(DType::kF32)
+                             : testing::tolerance(dtype);
+      try {
+        const BwdResult r = pass == Pass::kBackwardData ? run_dgrad(p, o) : run_wgrad(p, o);
+        double& worst = pass == Pass::kBackwardData ? worst_dx : worst_dw;
+        worst = std::max(worst, r.err.rel_l2);
+        if (!r.err.pass(tol)) {
+          ++failures;
+          ADD_FAILURE() << pass_name(pass) << " " << d.to_string() << " seed " << case_seed
+                        << ": " << r.err.to_string() << " (tolerance " << tol
+                        << ") plan: " << r.describe;
+        }
+      } catch (const Error& e) {
+        ++failures;
+        ADD_FAILURE() << pass_name(pass) << " " << d.to_string() << " seed " << case_seed << ": "
+                      << e.what();
+      }
+    }
+  }
+  std::printf("[ sweep    ] %s %s%s: %d cases, %d failures, worst rel_l2 dgrad %.3e wgrad %.3e\n",
+              dtype_name(dtype), algo_name(algo), dw_fp32 ? " dw_fp32" : "", cases, failures,
+              worst_dx, worst_dw);
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(BackwardSweep, FftFp32MatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(DType::kF32, Algo::kFft, 160, 501);
+}
+
+TEST(BackwardSweep, AutoFp32MatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(DType::kF32, Algo::kAuto, 40, 502);
+}
+
+TEST(BackwardSweep, CudnnFp32MatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(DType::kF32, Algo::kCudnn, 30, 503);
+}
+
+TEST(BackwardSweep, FftFp16MatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(DType::kF16, Algo::kFft, 60, 504);
+}
+
+TEST(BackwardSweep, FftBf16MatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(DType::kBF16, Algo::kFft, 60, 505);
+}
+
+TEST(BackwardSweep, Fp32MasterGradientsOfHalfData) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(DType::kF16, Algo::kFft, 30, 506, true);
+  sweep(DType::kBF16, Algo::kFft, 30, 507, true);
+}
+
+TEST(BackwardFilter, AccumulatesWithAlphaAndBeta) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(508);
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int i = 0; i < 6; ++i) {
+      const ConvDesc d = random_desc(gen, dtype);
+      const BwdProblem p(d, 508000 + i);
+      const std::vector<float> dw0 = testing::random_values(d.w_elems(), 9000 + i, dtype);
+      for (Algo algo : {Algo::kFft, Algo::kCudnn}) {
+        if (algo == Algo::kCudnn && dtype != DType::kF32) continue;
+        Options o;
+        o.algo = algo;
+        for (const auto& ab : {std::pair<float, float>{1.0f, 1.0f}, {0.5f, -2.0f}, {2.0f, 0.0f}}) {
+          const BwdResult r = run_wgrad(p, o, ab.first, ab.second, &dw0);
+          const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, Pass::kBackwardFilter)
+                                                  : testing::tolerance(dtype);
+          EXPECT_TRUE(r.err.pass(tol)) << d.to_string() << " alpha " << ab.first << " beta "
+                                       << ab.second << ": " << r.err.to_string() << " "
+                                       << r.describe;
+        }
+      }
+    }
+  }
+}
+
+TEST(BackwardData, KeptFilter) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(509);
+  for (int i = 0; i < 8; ++i) {
+    const ConvDesc d = random_desc(gen, i % 2 ? DType::kF16 : DType::kF32);
+    const BwdProblem p(d, 509000 + i);
+    for (Algo algo : {Algo::kFft, Algo::kCudnn}) {
+      if (algo == Algo::kCudnn && d.dtype != DType::kF32) continue;
+      Options o;
+      o.algo = algo;
+      const BwdResult r = run_dgrad(p, o, /*keep_filter=*/true);
+      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, Pass::kBackwardData)
+                                              : testing::tolerance(d.dtype);
+      EXPECT_TRUE(r.err.pass(tol)) << d.to_string() << ": " << r.err.to_string() << " "
+                                   << r.describe;
+    }
+  }
+}
+
+// <conv(x, w), g> = <x, dgrad(g, w)> = <w, wgrad(x, g)>: the engine's three passes are adjoint to
+// each other (what a training step relies on), each computed by its own plan.
+TEST(Backward, PassesAreAdjoint) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(510);
+  for (int i = 0; i < 20; ++i) {
+    const ConvDesc d = random_desc(gen, DType::kF32);
+    const BwdProblem p(d, 510000 + i);  // dy plays g
+    Options o;
+    o.algo = Algo::kFft;
+    Plan fwd(d, o);
+    testing::DeviceBuffer y(4 * d.y_elems()), ws(fwd.workspace_size());
+    fwd.forward(p.x.get(), p.w.get(), nullptr, y.get(), ws.get(), ws.bytes(), nullptr);
+    testing::cuda_check(cudaDeviceSynchronize(), "forward");
+    const std::vector<float> yv = download(y, d.y_elems(), DType::kF32);
+    const std::vector<float> dx = run_dgrad(p, o).out, dw = run_wgrad(p, o).out;
+    double a = 0, b = 0, c = 0, scale = 0;
+    for (std::int64_t j = 0; j < d.y_elems(); ++j) {
+      a += double(yv[j]) * p.dyv[j];
+      scale += std::fabs(double(yv[j]) * p.dyv[j]);
+    }
+    for (std::int64_t j = 0; j < d.x_elems(); ++j) b += double(p.xv[j]) * dx[j];
+    for (std::int64_t j = 0; j < d.w_elems(); ++j) c += double(p.wv[j]) * dw[j];
+    EXPECT_NEAR(a, b, 1e-5 * scale) << d.to_string();
+    EXPECT_NEAR(a, c, 1e-5 * scale) << d.to_string();
+  }
+}
+
+TEST(Backward, BadCalls) {
+  FFTCONV_REQUIRE_GPU();
+  ConvDesc d;
+  d.n = 2; d.c = 3; d.h = 20; d.w = 20; d.k = 4; d.r = 7; d.s = 7; d.pad_h = d.pad_w = 3;
+  const BwdProblem p(d, 511);
+  Options o;
+  o.algo = Algo::kFft;
+  Plan fwd(d, o);
+  Plan dgrad(d, with_pass(o, Pass::kBackwardData));
+  Plan wgrad(d, with_pass(o, Pass::kBackwardFilter));
+  testing::DeviceBuffer out(4 * d.x_elems()), dw(4 * d.w_elems());
+  testing::DeviceBuffer ws(std::max({fwd.workspace_size(), dgrad.workspace_size(),
+                                     wgrad.workspace_size()}));
+  auto status = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::kSuccess;
+  };
+  // A plan runs the pass it was built for.
+  EXPECT_EQ(status([&] { fwd.backward_data(p.dy.get(), p.w.get(), out.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(status([&] { dgrad.forward(p.x.get(), p.w.get(), nullptr, out.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(status([&] { dgrad.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kInvalidArgument);
+  // Null tensors, a kept filter that is not there, a short workspace, non-finite scaling.
+  EXPECT_EQ(status([&] { dgrad.backward_data(nullptr, p.w.get(), out.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kNullPointer);
+  EXPECT_EQ(status([&] { dgrad.backward_data(p.dy.get(), nullptr, out.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kNullPointer);
+  EXPECT_EQ(status([&] { wgrad.backward_filter(p.x.get(), nullptr, dw.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kNullPointer);
+  EXPECT_EQ(status([&] { wgrad.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), wgrad.workspace_size() - 1, nullptr); }),
+            Status::kWorkspaceTooSmall);
+  EXPECT_EQ(status([&] { wgrad.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, 1.0f, NAN); }),
+            Status::kInvalidArgument);
+  EXPECT_EQ(status([&] { wgrad.backward_filter(p.x.get(), p.dy.get(), p.x.get(), ws.get(), ws.bytes(), nullptr); }),
+            Status::kInvalidArgument);  // dw overlaps x
+  EXPECT_EQ(status([&] { wgrad.set_filter(p.w.get(), nullptr); }), Status::kInvalidArgument);
+  // Overlap-save tiling is forward only; fp32 dw for half data is not something cuDNN writes.
+  Options tiled = with_pass(o, Pass::kBackwardData);
+  tiled.algo = Algo::kFftTiled;
+  EXPECT_EQ(status([&] { Plan bad(d, tiled); }), Status::kNotSupported);
+  ConvDesc h = d;
+  h.dtype = DType::kF16;
+  Options half_master = with_pass(o, Pass::kBackwardFilter);
+  half_master.algo = Algo::kCudnn;
+  half_master.dw_fp32 = true;
+  EXPECT_EQ(status([&] { Plan bad(h, half_master); }), Status::kNotSupported);
+  half_master.algo = Algo::kAuto;
+  EXPECT_EQ(Plan(h, half_master).info().algo, Algo::kFft);
+}
+
+TEST(Backward, GraphCapture) {
+  FFTCONV_REQUIRE_GPU();
+  ConvDesc d;
+  d.n = 4; d.c = 8; d.h = 40; d.w = 40; d.k = 8; d.r = 15; d.s = 15; d.pad_h = d.pad_w = 7;
+  const BwdProblem p(d, 512);
+  Options o;
+  o.algo = Algo::kFft;
+  Plan dgrad(d, with_pass(o, Pass::kBackwardData)), wgrad(d, with_pass(o, Pass::kBackwardFilter));
+  testing::DeviceBuffer dx(4 * d.x_elems()), dw(4 * d.w_elems());
+  testing::DeviceBuffer ws1(dgrad.workspace_size()), ws2(wgrad.workspace_size());
+  dx.poison();
+  dw.poison();
+  cudaStream_t s;
+  testing::cuda_check(cudaStreamCreate(&s), "stream");
+  cudaGraph_t graph;
+  testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+  dgrad.backward_data(p.dy.get(), p.w.get(), dx.get(), ws1.get(), ws1.bytes(), s);
+  wgrad.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws2.get(), ws2.bytes(), s);
+  testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
+  cudaGraphExec_t exec;
+  testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
+  testing::cuda_check(cudaStreamSynchronize(s), "sync");
+  EXPECT_TRUE(testing::compare(download(dx, d.x_elems(), DType::kF32), p.ref_dx).pass(1e-5));
+  EXPECT_TRUE(testing::compare(download(dw, d.w_elems(), DType::kF32), p.ref_dw).pass(1e-5));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
+std::vector<testing::ShapeRow> suite_rows() {
+  std::vector<testing::ShapeRow> rows;
+  const std::filesystem::path dir = std::filesystem::path(FFTCONV_TEST_DATA_DIR) / "shapes";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".csv") continue;
+    try {
+      for (auto& r : testing::load_shapes(entry.path().string())) rows.push_back(r);
+    } catch (const std::exception&) {
+      // reported by SuiteFiles.Load
+    }
+  }
+  return rows;
+}
+
+class BackwardSuiteRow : public ::testing::TestWithParam<testing::ShapeRow> {};
+
+TEST_P(BackwardSuiteRow, MatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc& d = GetParam().desc;
+  const BwdProblem p(d, 778);
+  for (Algo algo : {Algo::kFft, Algo::kAuto, Algo::kCudnn}) {
+    if (algo == Algo::kCudnn && d.dtype != DType::kF32) continue;
+    Options o;
+    o.algo = algo;
+    for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
+      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, pass) : testing::tolerance(d.dtype);
+      try {
+        const BwdResult r = pass == Pass::kBackwardData ? run_dgrad(p, o) : run_wgrad(p, o);
+        std::printf("[ row      ] %-6s %-5s %s %s\n", algo_name(algo), pass_name(pass),
+                    r.err.to_string().c_str(), r.describe.c_str());
+        EXPECT_TRUE(r.err.pass(tol)) << algo_name(algo) << " " << pass_name(pass) << " "
+                                     << d.to_string() << ": " << r.err.to_string()
+                                     << " (tolerance " << tol << ") " << r.describe;
+      } catch (const Error& e) {
+        ADD_FAILURE() << algo_name(algo) << " " << pass_name(pass) << " " << d.to_string() << ": "
+                      << e.what();
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, BackwardSuiteRow, ::testing::ValuesIn(suite_rows()),
+                         [](const ::testing::TestParamInfo<testing::ShapeRow>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace fftconv::gputest
