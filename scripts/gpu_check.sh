@@ -7,8 +7,9 @@
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
-# FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default fwd,dgrad,wgrad),
-# FFTCONV_BENCH_OPTS (default "--verify --gemm all --stages"), FFTCONV_BENCH_ARGS (appended),
+# FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for
+# suite.csv, fwd for the others), FFTCONV_BENCH_OPTS (default "--verify"; e.g. add
+# "--gemm all --stages" for the GEMM sweep and stage times), FFTCONV_BENCH_ARGS (appended),
 # CMAKE_CUDA_ARCHITECTURES (default 90).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -52,8 +53,10 @@ if step bench; then
   for suite in data/shapes/*.csv; do
     base=$(basename "$suite" .csv)
     # shellcheck disable=SC2086
-    "$BUILD/apps/fftconv-bench" --shapes "$suite" --pass "${FFTCONV_BENCH_PASSES:-fwd,dgrad,wgrad}" \
-      ${FFTCONV_BENCH_OPTS:---verify --gemm all --stages} \
+    passes=fwd
+    [ "$base" = suite ] && passes=fwd,dgrad,wgrad
+    "$BUILD/apps/fftconv-bench" --shapes "$suite" --pass "${FFTCONV_BENCH_PASSES:-$passes}" \
+      ${FFTCONV_BENCH_OPTS:---verify} \
       --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
     cat "$OUT/bench-$base.txt"
   done

@@ -7,6 +7,7 @@
 
 #include "gpu_test_util.h"
 #include "reference/reference.h"
+#include "tuning/heuristics.h"
 
 namespace fftconv::gputest {
 namespace {
@@ -110,13 +111,44 @@ BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha = 1
   return r;
 }
 
-// cuDNN sums its products in fp32: a bound that grows with the reduction length (as for the
-// forward suite rows); ours keeps the fixed tolerance.
-double cudnn_tolerance(const ConvDesc& d, Pass pass) {
-  const double length = pass == Pass::kBackwardData
-                            ? double(d.k_per_group()) * d.r * d.s
-                            : double(d.n) * d.out_h() * d.out_w();
-  return std::max(testing::tolerance(d.dtype), 4.0 * std::sqrt(length) * 0x1p-24);
+// cuDNN sums its L products per element in fp32, with a rounding error of about
+// eps * sqrt(L) * sqrt(sum of squared products) (our own paths keep the fixed tolerance). The sum
+// of squares is the same oracle applied to squared inputs, so the bound follows the actual
+// magnitudes: a dw element whose products cancel (n3c1h127w9k1r1s1: one element, 3483 products,
+// cuDNN ALGO_3 rel 1.7e-5) is held to its terms' size, not to its small result.
+double cudnn_tolerance(const BwdProblem& p, Pass pass) {
+  const ConvDesc& d = p.desc;
+  auto squared = [](const std::vector<float>& v) {
+    std::vector<float> s(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) s[i] = v[i] * v[i];
+    return upload(s, DType::kF32);
+  };
+  const bool dgrad = pass == Pass::kBackwardData;
+  const std::int64_t count = dgrad ? d.x_elems() : d.w_elems();
+  testing::DeviceBuffer sq(sizeof(double) * count);
+  if (dgrad) {
+    testing::DeviceBuffer dy2 = squared(p.dyv), w2 = squared(p.wv);
+    reference::conv2d_backward_data_device(d, dy2.as<float>(), w2.as<float>(), sq.as<double>(),
+                                           nullptr);
+  } else {
+    testing::DeviceBuffer x2 = squared(p.xv), dy2 = squared(p.dyv);
+    reference::conv2d_backward_filter_device(d, x2.as<float>(), dy2.as<float>(), sq.as<double>(),
+                                             nullptr);
+  }
+  testing::cuda_check(cudaDeviceSynchronize(), "squared oracle");
+  const std::vector<double> s = download_f64(sq, count);
+  const std::vector<double>& ref = dgrad ? p.ref_dx : p.ref_dw;
+  double s_l2 = 0, ref_l2 = 0, s_max = 0, ref_max = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    s_l2 += s[i];
+    ref_l2 += ref[i] * ref[i];
+    s_max = std::max(s_max, std::sqrt(s[i]));
+    ref_max = std::max(ref_max, std::fabs(ref[i]));
+  }
+  const double length = dgrad ? double(d.k_per_group()) * d.r * d.s
+                              : double(d.n) * d.out_h() * d.out_w();
+  const double ratio = std::max(std::sqrt(s_l2 / ref_l2), s_max / ref_max);
+  return std::max(testing::tolerance(d.dtype), 4.0 * std::sqrt(length) * 0x1p-24 * ratio);
 }
 
 void sweep(DType dtype, Algo algo, int cases, std::uint64_t seed, bool dw_fp32 = false) {
@@ -132,7 +164,7 @@ void sweep(DType dtype, Algo algo, int cases, std::uint64_t seed, bool dw_fp32 =
     const BwdProblem p(d, case_seed);
     for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
       // fp32 master gradients of half data: fp32 math on exact inputs, fp32 output.
-      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, pass)
+      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(p, pass)
                          : pass == Pass::kBackwardFilter && dw_fp32
                              ? testing::tolerance(DType::kF32)
                              : testing::tolerance(dtype);
@@ -204,8 +236,22 @@ TEST(BackwardFilter, AccumulatesWithAlphaAndBeta) {
         o.algo = algo;
         for (const auto& ab : {std::pair<float, float>{1.0f, 1.0f}, {0.5f, -2.0f}, {2.0f, 0.0f}}) {
           const BwdResult r = run_wgrad(p, o, ab.first, ab.second, &dw0);
-          const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, Pass::kBackwardFilter)
-                                                  : testing::tolerance(dtype);
+          // alpha * grad + beta * dw0: the gradient's cuDNN error, scaled by alpha, relative to
+          // the combined result (max_err likewise, with max norms).
+          double tol = testing::tolerance(dtype);
+          if (algo == Algo::kCudnn) {
+            double g2 = 0, c2 = 0, gmax = 0, cmax = 0;
+            for (std::size_t j = 0; j < dw0.size(); ++j) {
+              const double c = ab.first * p.ref_dw[j] + double(ab.second) * dw0[j];
+              g2 += p.ref_dw[j] * p.ref_dw[j];
+              c2 += c * c;
+              gmax = std::max(gmax, std::fabs(p.ref_dw[j]));
+              cmax = std::max(cmax, std::fabs(c));
+            }
+            const double scale =
+                std::fabs(ab.first) * std::max(std::sqrt(g2 / c2), gmax / cmax);
+            tol = std::max(tol, cudnn_tolerance(p, Pass::kBackwardFilter) * scale);
+          }
           EXPECT_TRUE(r.err.pass(tol)) << d.to_string() << " alpha " << ab.first << " beta "
                                        << ab.second << ": " << r.err.to_string() << " "
                                        << r.describe;
@@ -226,7 +272,7 @@ TEST(BackwardData, KeptFilter) {
       Options o;
       o.algo = algo;
       const BwdResult r = run_dgrad(p, o, /*keep_filter=*/true);
-      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, Pass::kBackwardData)
+      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(p, Pass::kBackwardData)
                                               : testing::tolerance(d.dtype);
       EXPECT_TRUE(r.err.pass(tol)) << d.to_string() << ": " << r.err.to_string() << " "
                                    << r.describe;
@@ -363,6 +409,8 @@ std::vector<testing::ShapeRow> suite_rows() {
   return rows;
 }
 
+constexpr double kCudnnCheckMaxUs = 500e3;
+
 class BackwardSuiteRow : public ::testing::TestWithParam<testing::ShapeRow> {};
 
 TEST_P(BackwardSuiteRow, MatchesOracle) {
@@ -371,10 +419,17 @@ TEST_P(BackwardSuiteRow, MatchesOracle) {
   const BwdProblem p(d, 778);
   for (Algo algo : {Algo::kFft, Algo::kAuto, Algo::kCudnn}) {
     if (algo == Algo::kCudnn && d.dtype != DType::kF32) continue;
+    // cuDNN's backward passes take seconds per run on wide_c64_512_r45 (45x45 filters, 64
+    // channels): the suite-row check of the baseline stays with rows it runs in reasonable time.
+    if (algo == Algo::kCudnn && detail::estimate_direct_us(d) > kCudnnCheckMaxUs) {
+      std::printf("[ row      ] cudnn  skipped: direct estimate %.0f ms\n",
+                  detail::estimate_direct_us(d) / 1000.0);
+      continue;
+    }
     Options o;
     o.algo = algo;
     for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
-      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(d, pass) : testing::tolerance(d.dtype);
+      const double tol = algo == Algo::kCudnn ? cudnn_tolerance(p, pass) : testing::tolerance(d.dtype);
       try {
         const BwdResult r = pass == Pass::kBackwardData ? run_dgrad(p, o) : run_wgrad(p, o);
         std::printf("[ row      ] %-6s %-5s %s %s\n", algo_name(algo), pass_name(pass),
