@@ -1,11 +1,27 @@
-// Google Benchmark suite over the shape CSVs: fftconv (Auto, FFT) and cuDNN per row, timed with
-// CUDA events (manual time). Select rows and providers with --benchmark_filter.
-//   fftconv_gbench [--shapes FILE.csv] [--benchmark_* flags]
+// Google Benchmark suite over the shape CSVs: every row, pass and provider, timed with CUDA events.
+//
+//   fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad] [--iters N] [--warmup N]
+//                  [--benchmark_filter=REGEX] [--benchmark_out=F.json --benchmark_out_format=json]
+//
+// Benchmarks are named <case>/<pass>/<provider>; filter by case, pass or provider with
+// --benchmark_filter (e.g. '/fwd/(fftconv_auto|cudnn_fp32)$'). Providers:
+//   fftconv_auto            the engine as a user gets it (Algo::kAuto, heuristic tuning)
+//   fftconv_<tiling>        the full-image FFT path with one own GEMM tiling forced
+//   fftconv_cublas*         the same with a cuBLAS comparison path as the GEMM
+//   cudnn_fp32, cudnn_tf32  cuDNN's best (cudnnFind*AlgorithmEx), strict fp32 and TF32
+//   cudnn_fp32_<ALGO>       one cuDNN algorithm, strict fp32 math
+// Each benchmark runs one iteration whose time is the median of --iters CUDA-event-timed runs
+// (default 20, after --warmup 5 untimed ones, inputs rotated when they fit in L2); plan creation is
+// outside the timing and reported as the counter plan_ms. Counters: tflops (direct-convolution
+// FLOPs per second), gbps (the pass's tensors once), floor_pct (the floor of ENGINEERING §9 as a
+// percentage of the time). A provider that cannot run a case reports the reason as an error.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,103 +31,206 @@
 namespace {
 
 namespace ft = fftconv::testing;
+using fftconv::Algo;
+using fftconv::ConvDesc;
+using fftconv::DType;
+using fftconv::Options;
+using fftconv::Pass;
+
+constexpr std::size_t kL2Bytes = 50u << 20;
+constexpr int kMaxRotations = 16;
+
+int g_iters = 20;
+int g_warmup = 5;
 
 struct Provider {
-  const char* name;
-  fftconv::Options options;
+  std::string name;
+  Options options;
+  bool fp32_only = false;  // TF32 and the strict per-algorithm cuDNN runs mean fp32 data
 };
 
-std::vector<Provider> providers() {
-  std::vector<Provider> p;
-  fftconv::Options o;
-  o.algo = fftconv::Algo::kAuto;
-  p.push_back({"fftconv_auto", o});
-  o.algo = fftconv::Algo::kFft;
-  p.push_back({"fftconv_fft", o});
-  o.algo = fftconv::Algo::kCudnn;
-  p.push_back({"cudnn_fp32", o});
-  o.allow_tf32 = true;
-  p.push_back({"cudnn_tf32", o});
-  return p;
+std::vector<Provider> providers(Pass pass) {
+  std::vector<Provider> out;
+  Options o;
+  o.pass = pass;
+  out.push_back({"fftconv_auto", o});
+  for (const std::string& g : fftconv::gemm_kernel_names()) {
+    Options f = o;
+    f.algo = Algo::kFft;
+    f.gemm_kernel = g;
+    out.push_back({"fftconv_" + g, f});
+  }
+  Options c = o;
+  c.algo = Algo::kCudnn;
+  out.push_back({"cudnn_fp32", c});
+  c.allow_tf32 = true;
+  out.push_back({"cudnn_tf32", c, true});
+  for (const std::string& a : fftconv::cudnn_algo_names(pass)) {
+    Options f = o;
+    f.algo = Algo::kCudnn;
+    f.cudnn_algo = a;
+    out.push_back({"cudnn_fp32_" + a, f, true});
+  }
+  return out;
+}
+
+fftconv::testing::DeviceBuffer upload(const std::vector<unsigned char>& bytes) {
+  ft::DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
 }
 
 void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& prov) {
-  const fftconv::ConvDesc& d = row.desc;
+  const ConvDesc& d = row.desc;
+  const Pass pass = prov.options.pass;
   std::unique_ptr<fftconv::Plan> plan;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     plan = std::make_unique<fftconv::Plan>(d, prov.options);
   } catch (const fftconv::Error& e) {
     state.SkipWithError(e.what());
+    for (auto _ : state) {
+    }
     return;
   }
+  ft::cuda_check(cudaDeviceSynchronize(), "plan");
+  const double plan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t es = fftconv::dtype_size(d.dtype);
-  ft::DeviceBuffer x(es * d.x_elems()), w(es * d.w_elems()), y(es * d.y_elems()),
-      ws(plan->workspace_size());
-  const auto xv = ft::encode(ft::random_values(d.x_elems(), 1, d.dtype), d.dtype);
-  const auto wv = ft::encode(ft::random_values(d.w_elems(), 2, d.dtype), d.dtype);
-  x.upload(xv.data(), xv.size());
-  w.upload(wv.data(), wv.size());
+  const std::size_t in_bytes = es * (d.x_elems() + d.w_elems() + d.y_elems());
+  const int copies =
+      in_bytes < kL2Bytes
+          ? static_cast<int>(std::min<std::size_t>(kMaxRotations, 2 * kL2Bytes / in_bytes + 1))
+          : 1;
+  const auto xb = ft::encode(ft::random_values(d.x_elems(), 1, d.dtype), d.dtype);
+  const auto wb = ft::encode(ft::random_values(d.w_elems(), 2, d.dtype), d.dtype);
+  const auto yb = ft::encode(ft::random_values(d.y_elems(), 3, d.dtype), d.dtype);
+  std::vector<ft::DeviceBuffer> x, w, y;
+  for (int i = 0; i < copies; ++i) {
+    x.push_back(upload(xb));
+    w.push_back(upload(wb));
+    y.push_back(upload(yb));  // forward: output; backward: dy
+  }
+  const std::int64_t out_elems = pass == Pass::kForward        ? d.y_elems()
+                                 : pass == Pass::kBackwardData ? d.x_elems()
+                                                               : d.w_elems();
+  ft::DeviceBuffer out(es * out_elems), ws(plan->workspace_size());
   cudaStream_t stream;
   ft::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  auto run = [&] { plan->forward(x.get(), w.get(), nullptr, y.get(), ws.get(), ws.bytes(), stream); };
-  for (int i = 0; i < 3; ++i) run();
-  for (auto _ : state) {
-    cudaEventRecord(start, stream);
-    run();
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms * 1e-3);
+  auto run = [&](int i) {
+    const int c = i % copies;
+    switch (pass) {
+      case Pass::kForward:
+        plan->forward(x[c].get(), w[c].get(), nullptr, y[c].get(), ws.get(), ws.bytes(), stream);
+        break;
+      case Pass::kBackwardData:
+        plan->backward_data(y[c].get(), w[c].get(), out.get(), ws.get(), ws.bytes(), stream);
+        break;
+      case Pass::kBackwardFilter:
+        plan->backward_filter(x[c].get(), y[c].get(), out.get(), ws.get(), ws.bytes(), stream);
+        break;
+    }
+  };
+  double ms = 0.0;
+  try {
+    for (auto _ : state) {
+      ms = ft::median_ms(run, stream, g_warmup, g_iters);
+      state.SetIterationTime(ms * 1e-3);
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
   }
-  const double direct_flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
-  const double bytes = double(es) * (d.x_elems() + d.w_elems() + d.y_elems());
-  state.counters["TFLOPs"] = benchmark::Counter(direct_flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GBs"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(plan->describe());
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
+  const fftconv::PlanInfo& info = plan->info();
+  state.counters["tflops"] = ft::direct_flops(d) / (ms * 1e-3) * 1e-12;
+  state.counters["gbps"] = ft::pass_bytes(d, pass) / (ms * 1e-3) * 1e-9;
+  state.counters["floor_pct"] = 100.0 * ft::floor_ms(d, pass, info) / ms;
+  state.counters["plan_ms"] = plan_ms;
+  state.counters["workspace_mib"] = double(info.workspace_bytes) / (1 << 20);
+  std::string label = fftconv::algo_name(info.algo);
+  if (info.fft_h) label += " fft=" + std::to_string(info.fft_h) + "x" + std::to_string(info.fft_w);
+  if (info.tiles_h * info.tiles_w > 1) {
+    label += " tiles=" + std::to_string(info.tiles_h) + "x" + std::to_string(info.tiles_w);
+  }
+  if (!info.gemm.empty()) label += " gemm=" + info.gemm;
+  if (!info.cudnn_algo.empty()) label += " cudnn=" + info.cudnn_algo + "/" + info.cudnn_math;
+  state.SetLabel(label + " " + d.to_string());
+}
+
+[[noreturn]] void usage(int code) {
+  std::printf(
+      "usage: fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad] [--iters N]\n"
+      "                      [--warmup N] [--benchmark_* flags]\n"
+      "Benchmarks are named <case>/<pass>/<provider>; see the top of bench/fftconv_gbench.cpp.\n");
+  std::exit(code);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> files;
+  std::vector<Pass> passes = {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter};
   std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--shapes") == 0 && i + 1 < argc) {
-      files.push_back(argv[++i]);
-    } else {
-      rest.push_back(argv[i]);
+  try {
+    for (int i = 0; i < argc; ++i) {
+      const std::string a = argv[i];
+      const bool has_value = i + 1 < argc;
+      if (a == "--help" || a == "-h") usage(0);
+      if (a == "--shapes" && has_value) {
+        files.push_back(argv[++i]);
+      } else if (a == "--passes" && has_value) {
+        passes.clear();
+        std::stringstream list(argv[++i]);
+        std::string item;
+        while (std::getline(list, item, ',')) passes.push_back(fftconv::parse_pass(item));
+      } else if (a == "--iters" && has_value) {
+        g_iters = std::stoi(argv[++i]);
+      } else if (a == "--warmup" && has_value) {
+        g_warmup = std::stoi(argv[++i]);
+      } else {
+        rest.push_back(argv[i]);
+      }
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fftconv_gbench: %s\n", e.what());
+    return 2;
   }
+  if (g_iters < 1 || g_warmup < 0 || passes.empty()) usage(2);
   if (files.empty()) files.push_back(std::string(FFTCONV_DATA_DIR) + "/shapes/suite.csv");
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
   std::string why;
   if (!ft::has_device(&why)) {
     std::fprintf(stderr, "fftconv_gbench: %s; the benchmarks need a CUDA GPU\n", why.c_str());
     return 2;
   }
   static std::vector<ft::ShapeRow> rows;
-  for (const auto& f : files) {
-    for (auto& r : ft::load_shapes(f)) rows.push_back(r);
+  try {
+    for (const auto& f : files) {
+      for (auto& r : ft::load_shapes(f)) rows.push_back(r);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fftconv_gbench: %s\n", e.what());
+    return 2;
   }
-  static const std::vector<Provider> provs = providers();
+  static std::vector<std::vector<Provider>> provs;
+  for (Pass pass : passes) provs.push_back(providers(pass));
   for (const auto& row : rows) {
-    for (const auto& p : provs) {
-      if (std::string(p.name) == "cudnn_tf32" && row.desc.dtype != fftconv::DType::kF32) continue;
-      benchmark::RegisterBenchmark((row.name + "/" + p.name).c_str(),
-                                   [&row, &p](benchmark::State& s) { run_case(s, row, p); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond)
-          ->MinTime(0.2);
+    for (std::size_t p = 0; p < passes.size(); ++p) {
+      for (const Provider& prov : provs[p]) {
+        if (prov.fp32_only && row.desc.dtype != DType::kF32) continue;
+        const std::string name = row.name + "/" + fftconv::pass_name(passes[p]) + "/" + prov.name;
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&row, &prov](benchmark::State& s) { run_case(s, row, prov); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(1);
+      }
     }
   }
+  benchmark::AddCustomContext("timing", "median of --iters CUDA-event-timed runs per benchmark");
+  benchmark::AddCustomContext("iters", std::to_string(g_iters));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

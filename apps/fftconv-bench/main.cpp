@@ -29,9 +29,8 @@ using fftconv::Pass;
 using fftconv::Plan;
 namespace ft = fftconv::testing;
 
-// H200 ceilings used for the floor column: measured copy bandwidth and fp32 FMA peak.
-constexpr double kCopyBytesPerSec = 4.3e12;
-constexpr double kFp32FlopsPerSec = 67e12;
+using ft::kCopyBytesPerSec;
+using ft::kFp32FlopsPerSec;
 // Inputs smaller than this are rotated among several copies so timings do not measure L2 (50 MB).
 constexpr std::size_t kL2Bytes = 50u << 20;
 constexpr int kMaxRotations = 32;
@@ -312,25 +311,6 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
   return t;
 }
 
-// Bytes every pass must move (its tensors once) and the FLOPs of its method (FFT planes and
-// GEMM, or the direct convolution), against the H200's copy bandwidth and fp32 peak.
-double floor_ms(const ConvDesc& d, Pass pass, const fftconv::PlanInfo& info) {
-  const double es = double(fftconv::dtype_size(d.dtype));
-  double elems = double(d.x_elems() + d.w_elems() + d.y_elems());
-  if (pass == Pass::kForward) elems += double(d.k);  // bias
-  const double bytes = es * elems;
-  double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;  // direct
-  if (info.fft_h > 0) {
-    const double n = double(info.fft_h) * info.fft_w;
-    const double images = double(d.n) * info.tiles_h * info.tiles_w;
-    const double planes = images * d.c + double(d.k) * d.c_per_group() + images * d.k;
-    const double bins = double(info.fft_h) * (info.fft_w / 2 + 1);
-    flops = planes * 2.5 * n * std::log2(n) +
-            8.0 * bins * images * d.k_per_group() * d.c_per_group() * d.groups;
-  }
-  return 1e3 * std::max(bytes / kCopyBytesPerSec, flops / kFp32FlopsPerSec);
-}
-
 std::string fmt(double v, const char* f = "%.3f") {
   if (std::isnan(v)) return "-";
   char buf[32];
@@ -518,7 +498,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     r.gemm = t.info.gemm;
     r.workspace_bytes = t.info.workspace_bytes;
     r.reason = t.info.reason;
-    r.floor_ms = floor_ms(d, pass, t.info);
+    r.floor_ms = ft::floor_ms(d, pass, t.info);
     r.tiles_h = t.info.tiles_h;
     r.tiles_w = t.info.tiles_w;
     if (t.info.algo == Algo::kFft) r.fft_ms = t.ms;

@@ -252,4 +252,29 @@ double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int w
   return iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
 }
 
+double direct_flops(const ConvDesc& d) {
+  return 2.0 * double(d.y_elems()) * double(d.c_per_group()) * double(d.r) * double(d.s);
+}
+
+double pass_bytes(const ConvDesc& d, Pass pass) {
+  const double es = double(dtype_size(d.dtype));
+  double elems = double(d.x_elems() + d.w_elems() + d.y_elems());
+  if (pass == Pass::kForward) elems += double(d.k);  // bias
+  return es * elems;
+}
+
+double floor_ms(const ConvDesc& d, Pass pass, const PlanInfo& info) {
+  double flops = direct_flops(d);
+  if (info.fft_h > 0) {
+    // Every pass transforms the planes of all three tensors once and contracts per bin.
+    const double n = double(info.fft_h) * double(info.fft_w);
+    const double images = double(d.n) * double(info.tiles_h * info.tiles_w);
+    const double planes = images * d.c + double(d.k) * d.c_per_group() + images * d.k;
+    const double bins = double(info.fft_h) * double(info.fft_w / 2 + 1);
+    flops = planes * 2.5 * n * std::log2(n) +
+            8.0 * bins * images * d.k_per_group() * d.c_per_group() * d.groups;
+  }
+  return 1e3 * std::max(pass_bytes(d, pass) / kCopyBytesPerSec, flops / kFp32FlopsPerSec);
+}
+
 }  // namespace fftconv::testing

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/plan.hpp"
 
 namespace fftconv::testing {
 
@@ -76,6 +77,20 @@ struct ShapeRow {
 void PrintTo(const ShapeRow& row, std::ostream* os);
 /// Parses a suite file; throws std::runtime_error naming the file and line on malformed input.
 std::vector<ShapeRow> load_shapes(const std::string& path);
+
+/// H200 ceilings for floors: measured copy bandwidth and fp32 FMA peak.
+constexpr double kCopyBytesPerSec = 4.3e12;
+constexpr double kFp32FlopsPerSec = 67e12;
+
+/// Lower bound in ms for one pass: its tensors moved once at kCopyBytesPerSec, or the FLOPs of
+/// its method (the FFT planes and per-frequency GEMM when `info` is an FFT plan, else the direct
+/// convolution) at kFp32FlopsPerSec, whichever is larger.
+double floor_ms(const ConvDesc& d, Pass pass, const PlanInfo& info);
+
+/// FLOPs of the direct convolution (2 per multiply-add), the same for every pass.
+double direct_flops(const ConvDesc& d);
+/// Bytes of the tensors one pass reads and writes, once each.
+double pass_bytes(const ConvDesc& d, Pass pass);
 
 /// Median device time in ms of `run(iteration)` over `iters` timed runs after `warmup` runs,
 /// each timed with its own pair of CUDA events on `stream`.
