@@ -145,6 +145,8 @@ HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, int threads, b
     const std::size_t bytes =
         static_cast<std::size_t>(planes) * static_cast<std::size_t>(plane_floats) * sizeof(float);
     Buffer b(static_cast<float*>(fftwf_malloc(bytes)));
+    // Touched now, so the first forward() does not pay for the page faults.
+    if (b) std::memset(b.get(), 0, bytes);
     if (!b) {
       throw Error(Status::kOutOfMemory,
                   "the cpu backend needs " + std::to_string(buffer_bytes(d, g)) + " bytes (" +
