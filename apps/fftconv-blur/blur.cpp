@@ -1,7 +1,11 @@
 #include "blur.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -9,6 +13,9 @@
 namespace blur {
 
 namespace {
+
+// Rows a border-padding or copy-out thread handles at least; fewer are not worth a thread.
+constexpr std::int64_t kMinRowsPerThread = 64;
 
 // Plans kept at once: a folder of mixed sizes still reuses plans per size, while memory stays
 // bounded (a CPU plan for one 2048x2048 RGB image holds about 200 MiB of spectra).
@@ -44,6 +51,61 @@ struct DeviceMemory {
   }
 };
 
+// Host tensor; page-locked for GPU plans so that transfers run at full speed (pageable memory
+// when none can be had).
+class HostTensor {
+ public:
+  HostTensor() = default;
+  HostTensor(std::size_t count, bool pinned) : count_(count) {
+    if (pinned &&
+        cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(float)) == cudaSuccess) {
+      pinned_ = true;
+      return;
+    }
+    cudaGetLastError();
+    data_ = new float[count];
+  }
+  ~HostTensor() { release(); }
+  HostTensor(const HostTensor&) = delete;
+  HostTensor& operator=(const HostTensor&) = delete;
+  HostTensor& operator=(HostTensor&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(count_, o.count_);
+    std::swap(pinned_, o.pinned_);
+    return *this;
+  }
+  float* data() const { return data_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  void release() {
+    if (!data_) return;
+    if (pinned_) {
+      cudaFreeHost(data_);
+    } else {
+      delete[] data_;
+    }
+    data_ = nullptr;
+  }
+  float* data_ = nullptr;
+  std::size_t count_ = 0;
+  bool pinned_ = false;
+};
+
+// Runs body(begin, end) over [0, rows) on the host's threads ($FFTCONV_CPU_THREADS, else all).
+void parallel_rows(std::int64_t rows, const std::function<void(std::int64_t, std::int64_t)>& body) {
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("FFTCONV_CPU_THREADS")) threads = std::max(1, std::atoi(env));
+  const std::int64_t parts =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(threads, rows / kMinRowsPerThread));
+  std::vector<std::thread> workers;
+  for (std::int64_t i = 1; i < parts; ++i) {
+    workers.emplace_back(body, rows * i / parts, rows * (i + 1) / parts);
+  }
+  body(0, rows / parts);
+  for (std::thread& t : workers) t.join();
+}
+
 }  // namespace
 
 const char* border_name(Border b) { return b == Border::kZero ? "zero" : "reflect"; }
@@ -65,7 +127,7 @@ std::int64_t reflect_index(std::int64_t i, std::int64_t n) {
 struct Blurrer::Entry {
   int n, channels, height, width;
   fftconv::Plan plan;
-  std::vector<float> x, y;               // host tensors (input padded for the border, output)
+  HostTensor x, y;                       // host tensors (input padded for the border, output)
   DeviceMemory x_dev, y_dev, workspace;  // GPU plans only
 
   Entry(int n_, int c_, int h_, int w_, const fftconv::ConvDesc& d, const fftconv::Options& o)
@@ -116,8 +178,9 @@ Blurrer::Entry& Blurrer::plan_for(int n, int channels, int height, int width, Ba
   fftconv::Options o;
   o.backend = backend_;
   auto e = std::make_unique<Entry>(n, channels, height, width, d, o);
-  e->x.resize(static_cast<std::size_t>(d.x_elems()));
-  e->y.resize(static_cast<std::size_t>(d.y_elems()));
+  const bool gpu = backend_ == fftconv::Backend::kGpu;
+  e->x = HostTensor(static_cast<std::size_t>(d.x_elems()), gpu);
+  e->y = HostTensor(static_cast<std::size_t>(d.y_elems()), gpu);
   // The same kernel for every channel (k x 1 x r x s), kept by the plan as its filter.
   std::vector<float> w;
   for (int c = 0; c < channels; ++c)
@@ -161,17 +224,16 @@ BatchTiming Blurrer::blur(const std::vector<const Image*>& images, std::vector<I
   const std::int64_t off_w = border_ == Border::kReflect ? (kernel_.cols - 1) / 2 : 0;
   std::vector<std::int64_t> cols(static_cast<std::size_t>(d.w));
   for (std::int64_t q = 0; q < d.w; ++q) cols[q] = reflect_index(q - off_w, first.width);
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    for (int c = 0; c < first.channels; ++c) {
-      const float* src = images[i]->plane(c);
-      float* dst = e.x.data() + (i * first.channels + c) * std::size_t(d.h * d.w);
-      for (std::int64_t r = 0; r < d.h; ++r) {
-        const float* row = src + reflect_index(r - off_h, first.height) * first.width;
-        float* drow = dst + r * d.w;
-        for (std::int64_t q = 0; q < d.w; ++q) drow[q] = row[cols[q]];
-      }
+  const std::int64_t planes = std::int64_t(images.size()) * first.channels;
+  parallel_rows(planes * d.h, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t plane = i / d.h, r = i - plane * d.h;
+      const float* src = images[plane / first.channels]->plane(int(plane % first.channels));
+      const float* row = src + reflect_index(r - off_h, first.height) * first.width;
+      float* drow = e.x.data() + i * d.w;
+      for (std::int64_t q = 0; q < d.w; ++q) drow[q] = row[cols[q]];
     }
-  }
+  });
   t.prepare_ms = ms_since(t0);
 
   // 2. the convolution.
@@ -199,17 +261,22 @@ BatchTiming Blurrer::blur(const std::vector<const Image*>& images, std::vector<I
 
   // 3. the output tensor back to images.
   t0 = Clock::now();
-  out->clear();
-  const std::size_t plane = first.plane_size();
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    Image im;
+  out->resize(images.size());
+  const std::size_t per_image = first.channels * first.plane_size();
+  for (Image& im : *out) {
     im.width = first.width;
     im.height = first.height;
     im.channels = first.channels;
-    const float* src = e.y.data() + i * first.channels * plane;
-    im.planes.assign(src, src + first.channels * plane);
-    out->push_back(std::move(im));
+    im.planes.resize(per_image);
   }
+  parallel_rows(planes * first.height, [&](std::int64_t begin, std::int64_t end) {
+    const std::size_t row_floats = first.width;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::size_t at = std::size_t(i) * row_floats;
+      const float* src = e.y.data() + at;
+      std::copy(src, src + row_floats, (*out)[at / per_image].planes.data() + at % per_image);
+    }
+  });
   t.finish_ms = ms_since(t0);
   return t;
 }
