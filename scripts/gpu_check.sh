@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds fftconv on a GPU machine, runs every test and the benchmark driver (verified) on every
-# shape suite, and leaves logs and JSON under $OUT (default: ./gpu-out).
+# shape suite, times fftconv-blur and the landmark example on the GPU and the CPU backend, and
+# leaves logs and JSON under $OUT (default: ./gpu-out).
 #
-#   scripts/gpu_check.sh                 # build, test, bench
+#   scripts/gpu_check.sh                 # build, test, bench, blur
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #
@@ -10,12 +11,13 @@
 # FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for
 # suite.csv, fwd for the others), FFTCONV_BENCH_OPTS (default "--verify"; e.g. add
 # "--gemm all --stages" for the GEMM sweep and stage times), FFTCONV_BENCH_ARGS (appended),
-# CMAKE_CUDA_ARCHITECTURES (default 90).
+# CMAKE_CUDA_ARCHITECTURES (default 90), FFTCONV_STB_INCLUDE_DIR (stb headers, where libstb-dev
+# is not installed).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench blur}
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
 status=0
@@ -34,7 +36,8 @@ head -4 "$OUT/env.txt"
 
 if step build; then
   if ! { cmake -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-           -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" &&
+           -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" \
+           ${FFTCONV_STB_INCLUDE_DIR:+-DFFTCONV_STB_INCLUDE_DIR="$FFTCONV_STB_INCLUDE_DIR"} &&
          cmake --build "$BUILD" -j "$JOBS"; } >"$OUT/build.log" 2>&1; then
     echo "BUILD FAILED"; grep -E "error|Error" "$OUT/build.log" | head -40; exit 1
   fi
@@ -59,6 +62,29 @@ if step bench; then
       ${FFTCONV_BENCH_OPTS:---verify} \
       --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
     cat "$OUT/bench-$base.txt"
+  done
+fi
+if step blur; then
+  # The README's photo timing: a 2048x2048 RGB photo, 45x45 Gaussian, median of 20, on the GPU
+  # and on the CPU backend (all cores); then the shipped photos in one batch, and the landmark
+  # example on both backends.
+  if [ -x "$BUILD/apps/fftconv-blur" ]; then
+    "$BUILD/apps/fftconv-make-images" --upscale data/images/astronaut.png "$OUT/astronaut_2048.png" \
+      2048x2048 || status=1
+    for dev in gpu cpu; do
+      "$BUILD/apps/fftconv-blur" --device $dev --repeat 20 --out "$OUT/blur-2048-$dev" \
+        "$OUT/astronaut_2048.png" >"$OUT/blur-2048-$dev.txt" 2>&1 || status=1
+      cat "$OUT/blur-2048-$dev.txt"
+    done
+    "$BUILD/apps/fftconv-blur" --device gpu --repeat 20 --out "$OUT/blur-photos" data/images \
+      >"$OUT/blur-photos.txt" 2>&1 || status=1
+    cat "$OUT/blur-photos.txt"
+  else
+    echo "fftconv-blur was not built (no stb headers: install libstb-dev or set FFTCONV_STB_INCLUDE_DIR)"
+  fi
+  for dev in gpu cpu; do
+    "$BUILD/apps/landmark_heatmaps" --device $dev --iters 20 >"$OUT/landmarks-$dev.txt" 2>&1 || status=1
+    cat "$OUT/landmarks-$dev.txt"
   done
 fi
 echo "gpu_check status $status"

@@ -137,6 +137,8 @@ struct PlanInfo {
 /// A convolution pass prepared for execution on the current CUDA device (or on the host, with
 /// Backend::kCpu: then every tensor is host memory, workspace_size() is 0 (the plan owns its
 /// buffers), the stream is ignored and calls run to completion before they return).
+/// On the host, set_filter() keeps the spectrum in host memory and profile_forward() times the
+/// stages with the host clock.
 ///
 /// Building a plan may allocate (cuFFT plans, cuDNN's search buffers) and synchronise; running it
 /// never does: forward() only enqueues work on the caller's stream and uses the caller's workspace,

@@ -9,6 +9,7 @@
 #include "algos/fft_conv.h"
 #include "api/args_check.h"
 #include "core/check.h"
+#include "host/host_conv.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv {
@@ -105,6 +106,7 @@ struct Plan::Impl {
   Options options;
   PlanInfo info;
   std::unique_ptr<detail::ConvAlgo> algo;
+  std::unique_ptr<detail::HostConv> host;  // Backend::kCpu plans: the host engine (algo is null)
   std::mutex enqueue_mutex;
 };
 
@@ -230,6 +232,27 @@ std::unique_ptr<detail::ConvAlgo> build_cudnn(const ConvDesc& d, const Options& 
   return algo;
 }
 
+detail::HostFwdArgs host_args(const void* x, const void* w, const void* bias, void* y) {
+  return {static_cast<const float*>(x), static_cast<const float*>(w),
+          static_cast<const float*>(bias), static_cast<float*>(y)};
+}
+
+// Host plans time their stages with the host clock: one warm-up, then the median per stage.
+std::vector<StageTime> profile_host(detail::HostConv& host, const detail::HostFwdArgs& args,
+                                    int iters) {
+  host.forward(args, nullptr);
+  std::vector<std::vector<StageTime>> runs(static_cast<std::size_t>(iters));
+  for (std::vector<StageTime>& run : runs) host.forward(args, &run);
+  std::vector<StageTime> out;
+  for (std::size_t s = 0; s < runs[0].size(); ++s) {
+    std::vector<double> ms;
+    for (const std::vector<StageTime>& run : runs) ms.push_back(run[s].ms);
+    std::sort(ms.begin(), ms.end());
+    out.push_back(StageTime{runs[0][s].stage, ms[ms.size() / 2]});
+  }
+  return out;
+}
+
 std::string estimate_text(double us) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f us", us);
@@ -242,6 +265,12 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
   desc.check();
   check_options(options);
   if (!options.gemm_kernel.empty()) detail::cgemm_kernel(options.gemm_kernel);  // known name?
+  if (detail::resolve_backend(options.backend) == Backend::kCpu) {
+    impl_->desc = desc;
+    impl_->options = options;
+    impl_->host = detail::make_host_conv(desc, options, &impl_->info);
+    return;
+  }
   require_device();
   impl_->desc = desc;
   impl_->options = options;
@@ -337,11 +366,14 @@ Plan& Plan::operator=(Plan&&) noexcept = default;
 const ConvDesc& Plan::desc() const { return impl_->desc; }
 const Options& Plan::options() const { return impl_->options; }
 const PlanInfo& Plan::info() const { return impl_->info; }
-std::size_t Plan::workspace_size() const { return impl_->algo->workspace_size(); }
+std::size_t Plan::workspace_size() const {
+  return impl_->host ? 0 : impl_->algo->workspace_size();
+}
 
 std::string Plan::describe() const {
   const PlanInfo& i = impl_->info;
-  std::string s = impl_->desc.to_string() + " pass=" + pass_name(i.pass) + " algo=" + algo_name(i.algo);
+  std::string s = impl_->desc.to_string() + (impl_->host ? " backend=cpu" : "") + " pass=" +
+                  pass_name(i.pass) + " algo=" + algo_name(i.algo);
   if (i.algo == Algo::kFft) {
     s += " fft=" + size_text(i.fft_h, i.fft_w) + " gemm=" + i.gemm;
   } else if (i.algo == Algo::kFftTiled) {
@@ -360,10 +392,14 @@ void Plan::forward(const void* x, const void* w, const void* bias, void* y, void
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
-                                 workspace_size(), impl_->algo->has_filter(), &why);
+  const Status st = detail::check_forward_args(
+      impl_->desc, x, w, bias, y, workspace, workspace_bytes, workspace_size(),
+      impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
+  if (impl_->host) {
+    impl_->host->forward(host_args(x, w, bias, y), nullptr);
+    return;
+  }
   detail::RunArgs args;
   args.x = x;
   args.w = w;
@@ -422,22 +458,30 @@ void Plan::set_filter(const void* w, cudaStream_t stream) {
                     impl_->desc.to_string() + "]");
   }
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  if (impl_->host) {
+    impl_->host->set_filter(static_cast<const float*>(w));
+    return;
+  }
   impl_->algo->set_filter(w, stream);
 }
 
 void Plan::clear_filter() {
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  if (impl_->host) {
+    impl_->host->clear_filter();
+    return;
+  }
   impl_->algo->clear_filter();
 }
 
 bool Plan::has_filter() const {
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  return impl_->algo->has_filter();
+  return impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter();
 }
 
 std::size_t Plan::filter_bytes() const {
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  return impl_->algo->filter_bytes();
+  return impl_->host ? impl_->host->filter_bytes() : impl_->algo->filter_bytes();
 }
 
 namespace {
@@ -464,10 +508,11 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
   if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
-                                 workspace_size(), impl_->algo->has_filter(), &why);
+  const Status st = detail::check_forward_args(
+      impl_->desc, x, w, bias, y, workspace, workspace_bytes, workspace_size(),
+      impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
+  if (impl_->host) return profile_host(*impl_->host, host_args(x, w, bias, y), iters);
   detail::RunArgs args;
   args.x = x;
   args.w = w;

@@ -1,0 +1,51 @@
+// The host backend behind Plan (Backend::kCpu): its interface and the checks made before one is
+// built. The engine itself (FFTW) is in host_fft_conv.{h,cpp}, compiled with FFTCONV_WITH_FFTW.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fftconv/plan.hpp"
+
+namespace fftconv::detail {
+
+/// Pointers of one host forward pass, all host memory of fp32: x (n*c*h*w), w (k*c/g*r*s, null:
+/// the kept filter), bias (k, may be null), y (n*k*out_h*out_w).
+struct HostFwdArgs {
+  const float* x;
+  const float* w;
+  const float* bias;
+  float* y;
+};
+
+/// A convolution pass computed on the host. Owns every buffer it needs; calls run to completion
+/// on the calling thread (and the threads it starts). Callers serialise calls on one object.
+class HostConv {
+ public:
+  virtual ~HostConv() = default;
+  /// y = conv(x, w) + bias. `stage_times` (may be null) receives the milliseconds of each stage.
+  virtual void forward(const HostFwdArgs& args, std::vector<StageTime>* stage_times) = 0;
+  /// Fills backend, algo, sizes and kernel names (the reason is set by make_host_conv).
+  virtual void fill_info(PlanInfo& info) const = 0;
+  /// Keeps the spectrum of filter `w` (host memory) so forward() accepts w == nullptr.
+  virtual void set_filter(const float* w) = 0;
+  virtual void clear_filter() = 0;
+  virtual bool has_filter() const = 0;
+  /// Host bytes the kept filter holds (0 when none).
+  virtual std::size_t filter_bytes() const = 0;
+};
+
+/// The backend a plan with these options runs on: kGpu and kCpu as given, kAuto the GPU when
+/// fftconv::device_count() > 0, else the CPU. Throws Error(kInvalidArgument) for a value that
+/// is not a Backend.
+Backend resolve_backend(Backend requested);
+
+/// Builds the host engine, or throws Error: kNotSupported for what the host backend cannot run
+/// (a pass other than forward, a dtype other than fp32, a GPU-only algorithm or GEMM kernel, or
+/// a build without FFTW), kInvalidArgument for a forced FFT size below the exact minimum or a bad
+/// $FFTCONV_CPU_THREADS, kOutOfMemory when its buffers cannot be allocated. `info` receives what
+/// was chosen and why.
+std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, PlanInfo* info);
+
+}  // namespace fftconv::detail

@@ -1,0 +1,317 @@
+#include "host/host_fft_conv.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "fftconv/status.hpp"
+#include "geometry/index_math.h"
+#include "host/host_threads.h"
+#include "tuning/host_heuristics.h"
+
+namespace fftconv::detail {
+
+namespace {
+
+// FFTW's planner is not thread-safe (only fftwf_execute is), and the thread count it plans for
+// is global state: every planner call goes through this lock.
+std::mutex& planner_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+bool init_fftw_threads() {
+  static const bool ok = fftwf_init_threads() != 0;
+  return ok;
+}
+
+std::string mib(std::size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", double(bytes) / (1 << 20));
+  return buf;
+}
+
+// Plans one batched in-place transform over `planes` planes of g. r2c reads real rows of `pitch`
+// floats and writes rows of half_w complex values; c2r the other way round.
+fftwf_plan plan_many(const FftGeometry& g, std::int64_t planes, float* data, bool forward,
+                     int threads, bool measure) {
+  int dims[2] = {static_cast<int>(g.fft_h), static_cast<int>(g.fft_w)};
+  int real_embed[2] = {static_cast<int>(g.fft_h), static_cast<int>(g.pitch)};
+  int complex_embed[2] = {static_cast<int>(g.fft_h), static_cast<int>(g.half_w)};
+  const int real_dist = static_cast<int>(g.fft_h * g.pitch);
+  const int complex_dist = static_cast<int>(g.bins);
+  auto* spectrum = reinterpret_cast<fftwf_complex*>(data);
+  const unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  if (init_fftw_threads()) fftwf_plan_with_nthreads(threads);
+  return forward
+             ? fftwf_plan_many_dft_r2c(2, dims, static_cast<int>(planes), data, real_embed, 1,
+                                       real_dist, spectrum, complex_embed, 1, complex_dist, flags)
+             : fftwf_plan_many_dft_c2r(2, dims, static_cast<int>(planes), spectrum, complex_embed,
+                                       1, complex_dist, data, real_embed, 1, real_dist, flags);
+}
+
+void destroy(fftwf_plan& p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  fftwf_destroy_plan(p);
+  p = nullptr;
+}
+
+// Writes one row of a zero-padded FFT plane: the source row `row` (null: a row of zeros) placed
+// at column offset `off` with step `step`, zeros elsewhere, the pitch tail included.
+void place_row(const float* row, std::int64_t src_w, std::int64_t off, std::int64_t step,
+               std::int64_t fft_w, std::int64_t pitch, float* dst) {
+  if (!row) {
+    std::fill(dst, dst + pitch, 0.0f);
+    return;
+  }
+  if (step == 1 && off >= 0) {
+    const std::int64_t begin = std::min(off, fft_w);
+    const std::int64_t count = std::max<std::int64_t>(0, std::min(src_w, fft_w - off));
+    std::fill(dst, dst + begin, 0.0f);
+    std::copy(row, row + count, dst + begin);
+    std::fill(dst + begin + count, dst + pitch, 0.0f);
+    return;
+  }
+  for (std::int64_t t = 0; t < fft_w; ++t) {
+    const std::int64_t s = placed_source(t, off, step, src_w);
+    dst[t] = s >= 0 ? row[s] : 0.0f;
+  }
+  std::fill(dst + fft_w, dst + pitch, 0.0f);
+}
+
+// Pads `planes` source planes laid out as `place` says into consecutive FFT planes of g.
+void pad_planes(const float* src, std::int64_t planes, const Placement& place, const FftGeometry& g,
+                float* dst, int threads) {
+  const std::int64_t rows = planes * g.fft_h;
+  parallel_for(rows, threads, kHostMinWorkPerThread / g.pitch + 1,
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t i = begin; i < end; ++i) {
+                   const std::int64_t plane = i / g.fft_h, t = i - plane * g.fft_h;
+                   const std::int64_t si = placed_source(t, place.off_h, place.step_h, place.src_h);
+                   const float* row =
+                       si < 0 ? nullptr : src + (plane * place.src_h + si) * place.src_w;
+                   place_row(row, place.src_w, place.off_w, place.step_w, g.fft_w, g.pitch,
+                             dst + i * g.pitch);
+                 }
+               });
+}
+
+class StageClock {
+ public:
+  explicit StageClock(std::vector<StageTime>* out) : out_(out) {
+    if (out_) out_->clear();
+  }
+  void mark(const char* stage) {
+    if (!out_) return;
+    const auto now = std::chrono::steady_clock::now();
+    out_->push_back(
+        StageTime{stage, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
+
+ private:
+  std::vector<StageTime>* out_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+std::size_t HostFftConv::buffer_bytes(const ConvDesc& d, const FftGeometry& g) {
+  const std::int64_t planes = d.n * d.c + d.k * d.c_per_group() + d.n * d.k;
+  return static_cast<std::size_t>(planes) * static_cast<std::size_t>(g.real_plane_floats()) *
+         sizeof(float);
+}
+
+HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, int threads, bool measure)
+    : d_(d), g_(g), threads_(std::max(threads, 1)), measure_(measure) {
+  planes_x_ = d.n * d.c;
+  planes_w_ = d.k * d.c_per_group();
+  planes_y_ = d.n * d.k;
+  const std::int64_t plane_floats = g.real_plane_floats();
+  const std::int64_t most_planes = std::max({planes_x_, planes_w_, planes_y_});
+  if (g.fft_h > INT_MAX || g.fft_w > INT_MAX || plane_floats > INT_MAX || most_planes > INT_MAX) {
+    throw Error(Status::kNotSupported,
+                "fft " + std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w) + " over " +
+                    std::to_string(most_planes) +
+                    " planes exceeds FFTW's int sizes in the cpu backend [" + d.to_string() + "]");
+  }
+  auto alloc = [&](std::int64_t planes) {
+    const std::size_t bytes =
+        static_cast<std::size_t>(planes) * static_cast<std::size_t>(plane_floats) * sizeof(float);
+    Buffer b(static_cast<float*>(fftwf_malloc(bytes)));
+    // Touched now, so the first forward() does not pay for the page faults.
+    if (b) std::memset(b.get(), 0, bytes);
+    if (!b) {
+      throw Error(Status::kOutOfMemory,
+                  "the cpu backend needs " + std::to_string(buffer_bytes(d, g)) + " bytes (" +
+                      mib(buffer_bytes(d, g)) + ") of host memory for its spectra; allocating " +
+                      std::to_string(bytes) + " of them failed [" + d.to_string() + "]");
+    }
+    return b;
+  };
+  x_ = alloc(planes_x_);
+  w_ = alloc(planes_w_);
+  y_ = alloc(planes_y_);
+  r2c_x_ = plan_many(g, planes_x_, x_.get(), true, threads_, measure_);
+  r2c_w_ = plan_many(g, planes_w_, w_.get(), true, threads_, measure_);
+  c2r_y_ = plan_many(g, planes_y_, y_.get(), false, threads_, measure_);
+  if (!r2c_x_ || !r2c_w_ || !c2r_y_) {
+    destroy(r2c_x_);
+    destroy(r2c_w_);
+    destroy(c2r_y_);
+    throw Error(Status::kInternal, "FFTW could not plan the " + std::to_string(g.fft_h) + "x" +
+                                       std::to_string(g.fft_w) + " transforms of " + d.to_string());
+  }
+}
+
+HostFftConv::~HostFftConv() {
+  destroy(r2c_x_);
+  destroy(r2c_w_);
+  destroy(c2r_y_);
+}
+
+std::size_t HostFftConv::buffer_bytes() const { return buffer_bytes(d_, g_); }
+
+std::size_t HostFftConv::filter_bytes() const {
+  return kept_ ? static_cast<std::size_t>(planes_w_ * g_.real_plane_floats()) * sizeof(float) : 0;
+}
+
+void HostFftConv::pad_input(const float* x) {
+  pad_planes(x, planes_x_, Placement{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1}, g_, x_.get(), threads_);
+}
+
+void HostFftConv::pad_filter(const float* w, float* dst) const {
+  pad_planes(w, planes_w_, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, g_, dst, threads_);
+}
+
+// Y[n,k,f] = sum_c X[n,c,f] * conj(W[k,c,f]) per group, on blocks of bins so that a group's
+// operands stay in cache while they are reused across images and filters.
+void HostFftConv::multiply(const float* spec_w) {
+  const std::int64_t cg = d_.c_per_group(), kg = d_.k_per_group();
+  const std::int64_t plane = 2 * g_.bins;  // floats of one spectrum plane
+  const float* xs = x_.get();
+  float* ys = y_.get();
+  const std::int64_t macs_per_bin = d_.n * d_.k * cg;
+  const std::int64_t block = host_bin_block(d_.n, cg);
+  parallel_for(
+      g_.bins, threads_, kHostMinWorkPerThread / macs_per_bin + 1,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t b0 = begin; b0 < end; b0 += block) {
+          const std::int64_t len = std::min(block, end - b0);
+          for (std::int64_t k = 0; k < d_.k; ++k) {
+            const std::int64_t group = k / kg;
+            for (std::int64_t n = 0; n < d_.n; ++n) {
+              float* __restrict y = ys + (n * d_.k + k) * plane + 2 * b0;
+              for (std::int64_t cc = 0; cc < cg; ++cc) {
+                const float* __restrict x = xs + (n * d_.c + group * cg + cc) * plane + 2 * b0;
+                const float* __restrict w = spec_w + (k * cg + cc) * plane + 2 * b0;
+                if (cc == 0) {
+                  for (std::int64_t j = 0; j < len; ++j) {
+                    const float xr = x[2 * j], xi = x[2 * j + 1], wr = w[2 * j], wi = w[2 * j + 1];
+                    y[2 * j] = xr * wr + xi * wi;
+                    y[2 * j + 1] = xi * wr - xr * wi;
+                  }
+                } else {
+                  for (std::int64_t j = 0; j < len; ++j) {
+                    const float xr = x[2 * j], xi = x[2 * j + 1], wr = w[2 * j], wi = w[2 * j + 1];
+                    y[2 * j] += xr * wr + xi * wi;
+                    y[2 * j + 1] += xi * wr - xr * wi;
+                  }
+                }
+              }
+            }
+          }
+        }
+      });
+}
+
+void HostFftConv::clip(const float* bias, float* y) const {
+  const std::int64_t out_h = d_.out_h(), out_w = d_.out_w();
+  const float scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
+  const float* src = y_.get();
+  const bool contiguous = d_.stride_w == 1 && out_w <= g_.fft_w;
+  parallel_for(planes_y_ * out_h, threads_, kHostMinWorkPerThread / out_w + 1,
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t i = begin; i < end; ++i) {
+                   const std::int64_t plane = i / out_h, p = i - plane * out_h;
+                   const float b = bias ? bias[plane % d_.k] : 0.0f;
+                   const float* row =
+                       src + (plane * g_.fft_h + clip_source(p, d_.stride_h, g_.fft_h)) * g_.pitch;
+                   float* dst = y + i * out_w;
+                   if (contiguous) {
+                     for (std::int64_t q = 0; q < out_w; ++q) dst[q] = row[q] * scale + b;
+                   } else {
+                     for (std::int64_t q = 0; q < out_w; ++q) {
+                       dst[q] = row[clip_source(q, d_.stride_w, g_.fft_w)] * scale + b;
+                     }
+                   }
+                 }
+               });
+}
+
+void HostFftConv::forward(const HostFwdArgs& a, std::vector<StageTime>* stage_times) {
+  StageClock clock(stage_times);
+  const bool per_call_filter = a.w != nullptr;
+  if (!per_call_filter && !kept_) {
+    throw Error(Status::kInternal, "cpu forward without a filter and none kept");
+  }
+  // 1. zero-pad the input (offset by the padding) and, unless its spectrum is kept, the filter
+  //    (at the origin, dilated).
+  pad_input(a.x);
+  if (per_call_filter) pad_filter(a.w, w_.get());
+  clock.mark("pad");
+  // 2. r2c in place.
+  fftwf_execute(r2c_x_);
+  if (per_call_filter) fftwf_execute(r2c_w_);
+  clock.mark("r2c");
+  // 3. per-frequency complex GEMM.
+  multiply(per_call_filter ? w_.get() : kept_.get());
+  clock.mark("gemm");
+  // 4. c2r in place.
+  fftwf_execute(c2r_y_);
+  clock.mark("c2r");
+  // 5. valid window, 1/(Fh*Fw) scale, stride, bias.
+  clip(a.bias, a.y);
+  clock.mark("clip");
+}
+
+void HostFftConv::set_filter(const float* w) {
+  if (!kept_) {
+    const std::size_t bytes =
+        static_cast<std::size_t>(planes_w_ * g_.real_plane_floats()) * sizeof(float);
+    kept_.reset(static_cast<float*>(fftwf_malloc(bytes)));
+    if (!kept_) {
+      throw Error(Status::kOutOfMemory, "set_filter: keeping the filter spectrum needs " +
+                                            std::to_string(bytes) + " bytes (" + mib(bytes) +
+                                            ") of host memory [" + d_.to_string() + "]");
+    }
+  }
+  pad_filter(w, kept_.get());
+  // The plan was made for w_; fftwf_malloc gives kept_ the same alignment, as new-array
+  // execution requires.
+  fftwf_execute_dft_r2c(r2c_w_, kept_.get(), reinterpret_cast<fftwf_complex*>(kept_.get()));
+}
+
+void HostFftConv::clear_filter() { kept_.reset(); }
+
+void HostFftConv::fill_info(PlanInfo& info) const {
+  info.backend = Backend::kCpu;
+  info.algo = Algo::kFft;
+  info.fft_h = g_.fft_h;
+  info.fft_w = g_.fft_w;
+  info.tiles_h = info.tiles_w = 1;
+  info.gemm = d_.c_per_group() == 1 && d_.k_per_group() == 1 ? "host_pointwise" : "host_cgemm";
+  info.gemm_flops = 8.0 * double(d_.n) * double(d_.k) * double(d_.c_per_group()) * double(g_.bins);
+  info.gemm_min_bytes = 8.0 * double(planes_x_ + planes_w_ + planes_y_) * double(g_.bins);
+  info.cudnn_algo.clear();
+  info.cudnn_math.clear();
+  info.workspace_bytes = 0;
+}
+
+}  // namespace fftconv::detail
