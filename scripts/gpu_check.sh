@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
-# Builds fftconv on a GPU machine, runs every test and the benchmark driver (verified) on every
-# shape suite, times fftconv-blur and the landmark example on the GPU and the CPU backend, and
-# leaves logs and JSON under $OUT (default: ./gpu-out).
+# Builds fftconv on a GPU machine, runs every test, the verified benchmark driver on every shape
+# suite, the Google Benchmark suite and the PyTorch baseline, writes the report (table and chart)
+# and the comparison with the recorded H200 baseline, times fftconv-blur and the landmark example
+# on the GPU and the CPU backend, and leaves logs and JSON under $OUT (default: ./gpu-out).
 #
-#   scripts/gpu_check.sh                 # build, test, bench, blur
+#   scripts/gpu_check.sh                 # every step: build test bench gbench torch report blur
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
+#   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
-# FFTCONV_GPU_STEPS, FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for
-# suite.csv, fwd for the others), FFTCONV_BENCH_OPTS (default "--verify"; e.g. add
-# "--gemm all --stages" for the GEMM sweep and stage times), FFTCONV_BENCH_ARGS (appended),
+# FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
+# step keeps what it wrote: the driver and torch_baseline.py write their JSON as they go),
+# FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for suite.csv, fwd for the
+# others), FFTCONV_BENCH_OPTS (default "--verify"; e.g. add "--gemm all --stages" for the GEMM
+# sweep and stage times), FFTCONV_BENCH_ARGS (appended), FFTCONV_GBENCH_FILTER (default: Auto,
+# cuDNN best strict and TF32: every provider is --benchmark_filter=.), FFTCONV_BASELINE (JSON the
+# compare step checks against; default data/results/h200/gbench-<pass>.json, for fwd the
+# driver's suite-forward.json while no Google Benchmark run is recorded),
 # CMAKE_CUDA_ARCHITECTURES (default 90), FFTCONV_STB_INCLUDE_DIR (stb headers, where libstb-dev
 # is not installed).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench blur}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench gbench torch report blur}
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
 status=0
 
 step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+# Runs a command under the step's limit (FFTCONV_LIMIT_<STEP>), if any.
+limited() {
+  local var="FFTCONV_LIMIT_$(echo "$1" | tr '[:lower:]' '[:upper:]')"
+  shift
+  if [ -n "${!var:-}" ]; then timeout "${!var}" "$@"; else "$@"; fi
+}
 
 {
   date -u
@@ -46,7 +59,7 @@ fi
 
 if step test; then
   # shellcheck disable=SC2086
-  ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout 1500 ${FFTCONV_CTEST_ARGS:-} \
+  limited test ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout 1500 ${FFTCONV_CTEST_ARGS:-} \
     >"$OUT/ctest.log" 2>&1 || status=1
   grep -E "^\[ (sweep|row) " "$OUT/ctest.log" | sed 's/ (cudnn \(find\|heuristic\).*//' | head -80
   grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped\)$" "$OUT/ctest.log" | head -40
@@ -58,12 +71,48 @@ if step bench; then
     # shellcheck disable=SC2086
     passes=fwd
     [ "$base" = suite ] && passes=fwd,dgrad,wgrad
-    "$BUILD/apps/fftconv-bench" --shapes "$suite" --pass "${FFTCONV_BENCH_PASSES:-$passes}" \
+    limited bench "$BUILD/apps/fftconv-bench" --shapes "$suite" --pass "${FFTCONV_BENCH_PASSES:-$passes}" \
       ${FFTCONV_BENCH_OPTS:---verify} \
       --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
     cat "$OUT/bench-$base.txt"
   done
 fi
+if step gbench; then
+  # One file per pass, so a stopped run keeps the passes it finished.
+  for pass in fwd dgrad wgrad; do
+    limited gbench "$BUILD/bench/fftconv_gbench" --passes "$pass" \
+      --benchmark_filter="${FFTCONV_GBENCH_FILTER:-/(fftconv_auto|cudnn_fp32|cudnn_tf32)/}" \
+      --benchmark_out="$OUT/gbench-$pass.json" --benchmark_out_format=json \
+      >"$OUT/gbench-$pass.txt" 2>&1 || status=1
+    tail -n +1 "$OUT/gbench-$pass.txt" | grep -E "/(fftconv_auto|cudnn_fp32)/" | cut -c1-120
+  done
+fi
+
+if step torch; then
+  limited torch python3 bench/torch_baseline.py --shapes data/shapes/suite.csv \
+    --out "$OUT/torch.json" >"$OUT/torch.txt" 2>&1 || status=1
+  tail -3 "$OUT/torch.txt"
+fi
+
+if step report; then
+  results=$(ls "$OUT"/gbench-*.json "$OUT"/torch.json 2>/dev/null)
+  if [ -n "$results" ]; then
+    # shellcheck disable=SC2086
+    scripts/bench_report $results --shapes data/shapes/suite.csv --markdown "$OUT/report.md" \
+      --chart "$OUT/report.png" || status=1
+    # Against the recorded H200 baseline of each pass: its Google Benchmark run where one is
+    # recorded, else (forward) the driver's recorded suite run.
+    for pass in fwd dgrad wgrad; do
+      old=data/results/h200/gbench-$pass.json
+      [ -f "$old" ] || { [ $pass = fwd ] && old=data/results/h200/suite-forward.json; }
+      [ -n "${FFTCONV_BASELINE:-}" ] && old=$FFTCONV_BASELINE
+      if [ -f "$old" ] && [ -f "$OUT/gbench-$pass.json" ]; then
+        scripts/bench_compare "$old" "$OUT/gbench-$pass.json" | tee -a "$OUT/compare.txt" || true
+      fi
+    done
+  fi
+fi
+
 if step blur; then
   # The README's photo timing: a 2048x2048 RGB photo, 45x45 Gaussian, median of 20, on the GPU
   # and on the CPU backend (all cores); then the shipped photos in one batch, and the landmark

@@ -340,11 +340,14 @@ std::string jnum(double v) {
   return buf;
 }
 
+// Written after every row (complete = false until the last), so a run stopped early keeps what
+// it measured.
 void write_json(const std::string& path, const Config& cfg, const std::vector<Row>& rows,
-                const std::string& device) {
-  std::ofstream out(path);
+                const std::string& device, bool complete) {
+  const std::string tmp = path + ".tmp";  // renamed over path once whole
+  std::ofstream out(tmp);
   if (!out) {
-    std::fprintf(stderr, "fftconv-bench: cannot write %s\n", path.c_str());
+    std::fprintf(stderr, "fftconv-bench: cannot write %s\n", tmp.c_str());
     return;
   }
   char date[32];
@@ -355,7 +358,8 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
   out << "{\n  \"meta\": {\"command\": \"" << json_escape(cfg.command) << "\", \"device\": \""
       << json_escape(device) << "\", \"cuda_runtime\": " << rt << ", \"date\": \"" << date
       << "\", \"iters\": " << cfg.iters << ", \"warmup\": " << cfg.warmup
-      << ", \"timing\": \"median of CUDA-event times per pass\"},\n  \"rows\": [\n";
+      << ", \"timing\": \"median of CUDA-event times per pass\", \"complete\": "
+      << (complete ? "true" : "false") << "},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     out << "    {\"name\": \"" << json_escape(r.name) << "\", \"desc\": \"" << r.desc
@@ -401,6 +405,10 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
         << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   out << "  ]\n}\n";
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "fftconv-bench: cannot write %s\n", path.c_str());
+  }
 }
 
 void print_header() {
@@ -703,9 +711,10 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
     results.push_back(r);
+    if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name, false);
   }
   cudaStreamDestroy(stream);
-  if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name);
+  if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name, true);
   if (cfg.verify) {
     std::printf("%d of %zu row(s) out of tolerance\n", failed, results.size());
   }

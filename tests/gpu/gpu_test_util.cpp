@@ -1,17 +1,23 @@
 #include "gpu_test_util.h"
 
+#include <filesystem>
+
 #include "reference/reference.h"
 
 namespace fftconv::gputest {
 
-namespace {
 testing::DeviceBuffer upload(const std::vector<float>& v, DType dtype) {
   const auto bytes = testing::encode(v, dtype);
   testing::DeviceBuffer b(bytes.size());
   b.upload(bytes.data(), bytes.size());
   return b;
 }
-}  // namespace
+
+std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype) {
+  std::vector<unsigned char> host(b.bytes());
+  b.download(host.data(), host.size());
+  return testing::decode(host.data(), count, dtype);
+}
 
 Problem::Problem(const ConvDesc& d, std::uint64_t s, bool bias_on)
     : desc(d), seed(s), with_bias(bias_on) {
@@ -114,5 +120,20 @@ ConvDesc random_desc(std::mt19937_64& gen, DType dtype) {
 }
 
 std::string data_dir() { return FFTCONV_TEST_DATA_DIR; }
+
+std::vector<testing::ShapeRow> suite_rows() {
+  std::vector<testing::ShapeRow> rows;
+  const std::filesystem::path dir = std::filesystem::path(FFTCONV_TEST_DATA_DIR) / "shapes";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".csv") continue;
+    try {
+      for (auto& r : testing::load_shapes(entry.path().string())) rows.push_back(r);
+    } catch (const std::exception&) {
+      // reported by SuiteFiles.Load
+    }
+  }
+  return rows;
+}
 
 }  // namespace fftconv::gputest

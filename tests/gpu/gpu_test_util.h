@@ -52,4 +52,13 @@ ConvDesc random_desc(std::mt19937_64& gen, DType dtype);
 
 std::string data_dir();
 
+/// `values` encoded as `dtype` in a new device buffer.
+testing::DeviceBuffer upload(const std::vector<float>& values, DType dtype);
+/// `count` elements of `dtype` from the device, decoded to fp32.
+std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype);
+
+/// Every row of every data/shapes/*.csv that loads (a file that does not is reported by the
+/// SuiteFiles.Load test).
+std::vector<testing::ShapeRow> suite_rows();
+
 }  // namespace fftconv::gputest

@@ -12,19 +12,6 @@
 namespace fftconv::gputest {
 namespace {
 
-testing::DeviceBuffer upload(const std::vector<float>& v, DType dtype) {
-  const auto bytes = testing::encode(v, dtype);
-  testing::DeviceBuffer b(bytes.size());
-  b.upload(bytes.data(), bytes.size());
-  return b;
-}
-
-std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype) {
-  std::vector<unsigned char> host(b.bytes());
-  b.download(host.data(), host.size());
-  return testing::decode(host.data(), count, dtype);
-}
-
 std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
   std::vector<double> v(count);
   b.download(v.data(), v.size() * sizeof(double));
@@ -392,21 +379,6 @@ TEST(Backward, GraphCapture) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
-}
-
-std::vector<testing::ShapeRow> suite_rows() {
-  std::vector<testing::ShapeRow> rows;
-  const std::filesystem::path dir = std::filesystem::path(FFTCONV_TEST_DATA_DIR) / "shapes";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".csv") continue;
-    try {
-      for (auto& r : testing::load_shapes(entry.path().string())) rows.push_back(r);
-    } catch (const std::exception&) {
-      // reported by SuiteFiles.Load
-    }
-  }
-  return rows;
 }
 
 constexpr double kCudnnCheckMaxUs = 500e3;

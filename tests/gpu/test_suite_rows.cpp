@@ -9,21 +9,6 @@
 namespace fftconv::gputest {
 namespace {
 
-std::vector<testing::ShapeRow> suite_rows() {
-  std::vector<testing::ShapeRow> rows;
-  const std::filesystem::path dir = std::filesystem::path(FFTCONV_TEST_DATA_DIR) / "shapes";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".csv") continue;
-    try {
-      for (auto& r : testing::load_shapes(entry.path().string())) rows.push_back(r);
-    } catch (const std::exception&) {
-      // reported by SuiteFiles.Load below
-    }
-  }
-  return rows;
-}
-
 TEST(SuiteFiles, Load) {
   const std::filesystem::path dir = std::filesystem::path(FFTCONV_TEST_DATA_DIR) / "shapes";
   int files = 0;

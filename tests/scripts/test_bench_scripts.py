@@ -113,6 +113,20 @@ class LoaderTest(unittest.TestCase):
                 self.bc.load_results(bad)
 
 
+    def test_fftconv_bench_json(self):
+        # The driver's own schema: meta + rows; rows without a pass (older files) are fwd.
+        doc = {"meta": {"command": "fftconv-bench --shapes suite.csv --verify"}, "rows": [
+            {"name": "a", "pass": "wgrad", "engine_ms": 1.0, "cudnn_ms": 4.0,
+             "cudnn_algo": "FFT/fma", "cudnn_tf32_ms": None, "floor_ms": 0.25, "algo": "fft"},
+            {"name": "b", "pass": True, "engine_ms": 2.0, "cudnn_ms": None}]}
+        with tempfile.TemporaryDirectory() as d:
+            rs = self.bc.load_results(write_json(d, "driver.json", doc))
+        self.assertEqual(sorted(rs.results), ["a/wgrad/cudnn_fp32", "a/wgrad/fftconv_auto",
+                                              "b/fwd/fftconv_auto"])
+        self.assertEqual(rs.results["a/wgrad/fftconv_auto"].counter("floor_pct"), 25.0)
+        self.assertEqual(rs.results["a/wgrad/cudnn_fp32"].time_ms, 4.0)
+
+
 class CompareTest(unittest.TestCase):
     def test_detects_15_percent_not_5_percent(self):
         p = run(COMPARE, fixture("compare_old.json"), fixture("compare_new.json"))
