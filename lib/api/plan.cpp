@@ -14,23 +14,63 @@
 
 namespace fftconv {
 
-const char* algo_name(Algo a) noexcept {
-  switch (a) {
-    case Algo::kAuto: return "auto";
-    case Algo::kFft: return "fft";
-    case Algo::kCudnn: return "cudnn";
-    case Algo::kFftTiled: return "fft_tiled";
+namespace {
+
+// Each enum's names, in one table that both directions read.
+template <typename E>
+struct Named {
+  E value;
+  const char* name;
+};
+
+template <typename E, std::size_t N>
+const char* name_of(const Named<E> (&table)[N], E v, const char* unknown) noexcept {
+  for (const Named<E>& n : table) {
+    if (n.value == v) return n.name;
   }
-  return "unknown_algo";
+  return unknown;
 }
 
-Algo parse_algo(const std::string& name) {
-  if (name == "auto") return Algo::kAuto;
-  if (name == "fft") return Algo::kFft;
-  if (name == "cudnn") return Algo::kCudnn;
-  if (name == "fft_tiled") return Algo::kFftTiled;
+// Throws Error(kInvalidArgument) naming every accepted spelling.
+template <typename E, std::size_t N>
+E parse_named(const Named<E> (&table)[N], const std::string& name, const char* what) {
+  std::string expected;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (name == table[i].name) return table[i].value;
+    expected += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(table[i].name);
+  }
   throw Error(Status::kInvalidArgument,
-              "unknown algorithm '" + name + "' (expected auto, fft, fft_tiled or cudnn)");
+              "unknown " + std::string(what) + " '" + name + "' (expected " + expected + ")");
+}
+
+constexpr Named<Algo> kAlgoNames[] = {{Algo::kAuto, "auto"},
+                                      {Algo::kFft, "fft"},
+                                      {Algo::kFftTiled, "fft_tiled"},
+                                      {Algo::kCudnn, "cudnn"}};
+constexpr Named<Pass> kPassNames[] = {
+    {Pass::kForward, "fwd"}, {Pass::kBackwardData, "dgrad"}, {Pass::kBackwardFilter, "wgrad"}};
+constexpr Named<Backend> kBackendNames[] = {
+    {Backend::kGpu, "gpu"}, {Backend::kCpu, "cpu"}, {Backend::kAuto, "auto"}};
+constexpr Named<Tuning> kTuningNames[] = {{Tuning::kHeuristic, "heuristic"},
+                                          {Tuning::kAutotune, "autotune"},
+                                          {Tuning::kExhaustive, "exhaustive"}};
+
+}  // namespace
+
+const char* algo_name(Algo a) noexcept { return name_of(kAlgoNames, a, "unknown_algo"); }
+Algo parse_algo(const std::string& name) { return parse_named(kAlgoNames, name, "algorithm"); }
+
+const char* pass_name(Pass p) noexcept { return name_of(kPassNames, p, "unknown_pass"); }
+Pass parse_pass(const std::string& name) { return parse_named(kPassNames, name, "pass"); }
+
+const char* backend_name(Backend b) noexcept { return name_of(kBackendNames, b, "unknown_backend"); }
+Backend parse_backend(const std::string& name) {
+  return parse_named(kBackendNames, name, "backend");
+}
+
+const char* tuning_name(Tuning t) noexcept { return name_of(kTuningNames, t, "unknown_tuning"); }
+Tuning parse_tuning(const std::string& name) {
+  return parse_named(kTuningNames, name, "tuning mode");
 }
 
 std::vector<std::string> cudnn_algo_names(Pass pass) { return detail::cudnn_algos(pass); }
@@ -39,57 +79,6 @@ std::vector<std::string> gemm_kernel_names() {
   std::vector<std::string> names;
   for (const detail::CgemmKernel& k : detail::cgemm_kernels()) names.emplace_back(k.name);
   return names;
-}
-
-const char* pass_name(Pass p) noexcept {
-  switch (p) {
-    case Pass::kForward: return "fwd";
-    case Pass::kBackwardData: return "dgrad";
-    case Pass::kBackwardFilter: return "wgrad";
-  }
-  return "unknown_pass";
-}
-
-Pass parse_pass(const std::string& name) {
-  if (name == "fwd") return Pass::kForward;
-  if (name == "dgrad") return Pass::kBackwardData;
-  if (name == "wgrad") return Pass::kBackwardFilter;
-  throw Error(Status::kInvalidArgument,
-              "unknown pass '" + name + "' (expected fwd, dgrad or wgrad)");
-}
-
-const char* backend_name(Backend b) noexcept {
-  switch (b) {
-    case Backend::kGpu: return "gpu";
-    case Backend::kCpu: return "cpu";
-    case Backend::kAuto: return "auto";
-  }
-  return "unknown_backend";
-}
-
-Backend parse_backend(const std::string& name) {
-  if (name == "gpu") return Backend::kGpu;
-  if (name == "cpu") return Backend::kCpu;
-  if (name == "auto") return Backend::kAuto;
-  throw Error(Status::kInvalidArgument,
-              "unknown backend '" + name + "' (expected gpu, cpu or auto)");
-}
-
-const char* tuning_name(Tuning t) noexcept {
-  switch (t) {
-    case Tuning::kHeuristic: return "heuristic";
-    case Tuning::kAutotune: return "autotune";
-    case Tuning::kExhaustive: return "exhaustive";
-  }
-  return "unknown_tuning";
-}
-
-Tuning parse_tuning(const std::string& name) {
-  if (name == "heuristic") return Tuning::kHeuristic;
-  if (name == "autotune") return Tuning::kAutotune;
-  if (name == "exhaustive") return Tuning::kExhaustive;
-  throw Error(Status::kInvalidArgument,
-              "unknown tuning mode '" + name + "' (expected heuristic, autotune or exhaustive)");
 }
 
 int device_count() noexcept {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,24 @@ struct ShapeRow {
 void PrintTo(const ShapeRow& row, std::ostream* os);
 /// Parses a suite file; throws std::runtime_error naming the file and line on malformed input.
 std::vector<ShapeRow> load_shapes(const std::string& path);
+
+/// True when at least one output element reads an input element (not only padding).
+bool output_reads_data(const ConvDesc& d);
+
+/// Options of random_desc().
+struct RandomDescOptions {
+  DType dtype = DType::kF32;
+  /// A fifth of the descriptors pad up to 12 beyond the kernel (the FFT period then falls below
+  /// the output extent). Takes one more draw per descriptor, so sequences differ from `false`.
+  bool wide_padding = false;
+  /// Redraw descriptors whose direct convolution has more multiply-adds (0: no cap).
+  double max_macs = 0.0;
+};
+
+/// Random valid descriptors for sweeps: primes, 2^k +- 1, rectangular kernels, padding, stride,
+/// dilation, groups and depthwise; never one whose output depends on padding alone (its
+/// reference is all zero, where relative error means nothing).
+ConvDesc random_desc(std::mt19937_64& gen, const RandomDescOptions& options = {});
 
 /// H200 ceilings for floors: measured copy bandwidth and fp32 FMA peak.
 constexpr double kCopyBytesPerSec = 4.3e12;

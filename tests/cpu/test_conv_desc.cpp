@@ -178,8 +178,44 @@ TEST(Status, EveryStatusHasNameAndText) {
 }
 
 TEST(Algo, NamesRoundTrip) {
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kCudnn}) EXPECT_EQ(parse_algo(algo_name(a)), a);
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kCudnn, Algo::kFftTiled}) {
+    EXPECT_EQ(parse_algo(algo_name(a)), a);
+  }
   EXPECT_THROW(parse_algo("winograd"), Error);
+  for (Pass p : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+    EXPECT_EQ(parse_pass(pass_name(p)), p);
+  }
+  for (Backend b : {Backend::kGpu, Backend::kCpu, Backend::kAuto}) {
+    EXPECT_EQ(parse_backend(backend_name(b)), b);
+  }
+  for (Tuning t : {Tuning::kHeuristic, Tuning::kAutotune, Tuning::kExhaustive}) {
+    EXPECT_EQ(parse_tuning(tuning_name(t)), t);
+  }
+  EXPECT_STREQ(pass_name(Pass::kBackwardData), "dgrad");
+  EXPECT_STREQ(pass_name(static_cast<Pass>(7)), "unknown_pass");
+  EXPECT_STREQ(algo_name(static_cast<Algo>(9)), "unknown_algo");
+}
+
+TEST(Algo, UnknownNamesListTheAcceptedOnes) {
+  try {
+    parse_pass("bwd");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("unknown pass 'bwd' (expected fwd, dgrad or wgrad)"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    parse_algo("direct");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(expected auto, fft, fft_tiled or cudnn)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_backend("tpu"), Error);
+  EXPECT_THROW(parse_tuning("fast"), Error);
 }
 
 }  // namespace

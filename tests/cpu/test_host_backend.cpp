@@ -72,68 +72,16 @@ testing::ErrorStats run_cpu(const Problem& p, const Options& o = cpu_options(),
 }
 
 // True when some output along an axis reads at least one input element (not padding alone).
-bool axis_reads_data(std::int64_t in, std::int64_t pad, std::int64_t k, std::int64_t stride,
-                     std::int64_t dil, std::int64_t out) {
-  for (std::int64_t q = 0; q < out; ++q)
-    for (std::int64_t t = 0; t < k; ++t) {
-      const std::int64_t i = q * stride + t * dil - pad;
-      if (i >= 0 && i < in) return true;
-    }
-  return false;
-}
-
-// Direct-convolution multiply-adds: keeps the fp64 oracle's share of the sweep bounded.
-double oracle_macs(const ConvDesc& d) {
-  return double(d.n) * double(d.k) * double(d.c_per_group()) * double(d.out_h()) *
-         double(d.out_w()) * double(d.r) * double(d.s);
-}
-
-// Random valid descriptors: primes, 2^k +- 1, rectangular kernels, stride, dilation, groups,
-// depthwise, and padding up to well beyond the kernel (the FFT period then falls below the
-// output extent and the clip wraps).
+// Random valid descriptors (testing::random_desc) with padding up to well beyond the kernel (the
+// FFT period then falls below the output extent and the clip wraps), and a bound on the direct
+// convolution's multiply-adds that keeps the fp64 oracle's share of the sweep small.
+// All-padding outputs are left out (their reference is all zero): HostBackend.AllPaddingOutputIsBias
+// covers them.
 ConvDesc random_desc(std::mt19937_64& gen) {
-  auto pick = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
-  };
-  static const std::int64_t kEdgeSizes[] = {1,  2,  3,  5,  7,  8,  9,  11, 13, 15, 16,  17,  23,
-                                            31, 32, 33, 37, 47, 63, 64, 65, 71, 97, 127, 128, 129};
-  auto extent = [&]() {
-    return pick(0, 2) ? kEdgeSizes[pick(0, sizeof(kEdgeSizes) / sizeof(kEdgeSizes[0]) - 1)]
-                      : pick(1, 80);
-  };
-  for (;;) {
-    ConvDesc d;
-    d.n = pick(1, 3);
-    const int kind = static_cast<int>(pick(0, 3));
-    if (kind == 3) {  // depthwise
-      d.groups = pick(1, 6);
-      d.c = d.k = d.groups;
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 4);
-      d.k = d.groups * pick(1, 4);
-    }
-    d.h = extent();
-    d.w = extent();
-    d.r = pick(1, 3) == 1 ? pick(1, 3) : pick(1, 23);
-    d.s = pick(0, 2) ? d.r : pick(1, 23);
-    const bool wide = pick(0, 4) == 0;
-    d.pad_h = pick(0, wide ? d.r + 12 : d.r);
-    d.pad_w = pick(0, wide ? d.s + 12 : d.s);
-    d.stride_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 3) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 3) ? d.dil_h : pick(1, 3);
-    if (d.validate() != Status::kSuccess) continue;
-    // All-padding outputs have an all-zero reference (relative error means nothing there):
-    // HostBackend.AllPaddingOutputIsBias covers them.
-    if (!axis_reads_data(d.h, d.pad_h, d.r, d.stride_h, d.dil_h, d.out_h()) ||
-        !axis_reads_data(d.w, d.pad_w, d.s, d.stride_w, d.dil_w, d.out_w())) {
-      continue;
-    }
-    if (oracle_macs(d) > 2.0e7) continue;
-    return d;
-  }
+  testing::RandomDescOptions o;
+  o.wide_padding = true;
+  o.max_macs = 2.0e7;
+  return testing::random_desc(gen, o);
 }
 
 TEST(HostBackend, RandomSweepMatchesOracle) {

@@ -61,62 +61,10 @@ RunResult run_forward(const Problem& p, const Options& options, cudaStream_t str
   return r;
 }
 
-namespace {
-// True when some output position along an axis reads at least one input element.
-bool axis_reads_data(std::int64_t in, std::int64_t pad, std::int64_t k, std::int64_t stride,
-                     std::int64_t dil, std::int64_t out) {
-  for (std::int64_t p = 0; p < out; ++p)
-    for (std::int64_t t = 0; t < k; ++t) {
-      const std::int64_t i = p * stride + t * dil - pad;
-      if (i >= 0 && i < in) return true;
-    }
-  return false;
-}
-}  // namespace
-
-bool output_reads_data(const ConvDesc& d) {
-  return axis_reads_data(d.h, d.pad_h, d.r, d.stride_h, d.dil_h, d.out_h()) &&
-         axis_reads_data(d.w, d.pad_w, d.s, d.stride_w, d.dil_w, d.out_w());
-}
-
 ConvDesc random_desc(std::mt19937_64& gen, DType dtype) {
-  auto pick = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
-  };
-  // Sizes that stress boundaries: primes, powers of two and their neighbours, anything small.
-  static const std::int64_t kEdgeSizes[] = {1,  2,  3,  5,  7,  8,  9,  11, 13, 15, 16, 17,
-                                            23, 31, 32, 33, 37, 47, 63, 64, 65, 71, 97, 127, 128, 129};
-  auto extent = [&]() {
-    return pick(0, 2) ? kEdgeSizes[pick(0, sizeof(kEdgeSizes) / sizeof(kEdgeSizes[0]) - 1)]
-                      : pick(1, 80);
-  };
-  for (;;) {
-    ConvDesc d;
-    d.dtype = dtype;
-    d.n = pick(1, 3);
-    const int kind = static_cast<int>(pick(0, 3));
-    if (kind == 3) {  // depthwise
-      d.groups = pick(1, 6);
-      d.c = d.k = d.groups;
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 4);
-      d.k = d.groups * pick(1, 4);
-    }
-    d.h = extent();
-    d.w = extent();
-    d.r = pick(1, 3) == 1 ? pick(1, 3) : pick(1, 23);
-    d.s = pick(0, 2) ? d.r : pick(1, 23);  // rectangular a third of the time
-    d.pad_h = pick(0, d.r);
-    d.pad_w = pick(0, d.s);
-    d.stride_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 3) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 3) ? d.dil_h : pick(1, 3);
-    // Outputs made of padding alone have an all-zero reference, where relative error means
-    // nothing; Runtime.AllPaddingOutputIsZero covers them with an absolute bound.
-    if (d.validate() == Status::kSuccess && output_reads_data(d)) return d;
-  }
+  testing::RandomDescOptions o;
+  o.dtype = dtype;
+  return testing::random_desc(gen, o);
 }
 
 std::string data_dir() { return FFTCONV_TEST_DATA_DIR; }

@@ -43,11 +43,9 @@ struct RunResult {
 /// Plans with `options`, runs forward once into a NaN-poisoned output and compares with the oracle.
 RunResult run_forward(const Problem& p, const Options& options, cudaStream_t stream = nullptr);
 
-/// True when at least one output element depends on the input (not only on padding).
-bool output_reads_data(const ConvDesc& d);
+using testing::output_reads_data;
 
-/// Random valid descriptors for sweeps: primes, 2^k +- 1, rectangular kernels, padding, stride,
-/// dilation, groups and depthwise; never one whose output depends on padding alone.
+/// testing::random_desc in `dtype` (the sequences the GPU sweeps' seeds were verified with).
 ConvDesc random_desc(std::mt19937_64& gen, DType dtype);
 
 std::string data_dir();
