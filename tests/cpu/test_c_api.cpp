@@ -83,8 +83,27 @@ TEST(CApi, NullPlanIsHandled) {
   EXPECT_EQ(fftconv_plan_workspace_size(nullptr, &bytes), FFTCONV_STATUS_NULL_POINTER);
   EXPECT_EQ(fftconv_forward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr),
             FFTCONV_STATUS_NULL_POINTER);
+  EXPECT_EQ(fftconv_backward_data(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr),
+            FFTCONV_STATUS_NULL_POINTER);
+  EXPECT_EQ(fftconv_backward_filter(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr, 1.0f,
+                                    0.0f),
+            FFTCONV_STATUS_NULL_POINTER);
   EXPECT_EQ(fftconv_plan_destroy(nullptr), FFTCONV_STATUS_SUCCESS);
   EXPECT_STREQ(fftconv_plan_describe(nullptr), "");
+}
+
+TEST(CApi, OptionsDefaultToTheForwardPass) {
+  const fftconv_options_t o = fftconv_options_default();
+  EXPECT_EQ(o.pass, FFTCONV_PASS_FORWARD);
+  EXPECT_EQ(o.dw_fp32, 0);
+  // An invalid pass is rejected (before the device is needed).
+  fftconv_options_t bad = o;
+  bad.pass = static_cast<fftconv_pass_t>(5);
+  const fftconv_conv_desc_t d = fftconv_conv_desc_default();
+  fftconv_plan_t plan = nullptr;
+  EXPECT_EQ(fftconv_plan_create(&plan, &d, &bad), FFTCONV_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(plan, nullptr);
+  EXPECT_NE(std::string(fftconv_last_error_message()).find("Options::pass"), std::string::npos);
 }
 
 TEST(CppApi, PlanChecksDescriptorBeforeTheDevice) {
