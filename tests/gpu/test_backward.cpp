@@ -381,7 +381,7 @@ TEST(Backward, GraphCapture) {
   cudaStreamDestroy(s);
 }
 
-constexpr double kCudnnCheckMaxUs = 500e3;
+constexpr double kCudnnCheckMaxUs = 300e3;
 
 class BackwardSuiteRow : public ::testing::TestWithParam<testing::ShapeRow> {};
 
@@ -392,7 +392,8 @@ TEST_P(BackwardSuiteRow, MatchesOracle) {
   for (Algo algo : {Algo::kFft, Algo::kAuto, Algo::kCudnn}) {
     if (algo == Algo::kCudnn && d.dtype != DType::kF32) continue;
     // cuDNN's backward passes take seconds per run on wide_c64_512_r45 (45x45 filters, 64
-    // channels): the suite-row check of the baseline stays with rows it runs in reasonable time.
+    // channels, direct estimate 435 ms): the suite-row check of the baseline stays with rows it
+    // runs in reasonable time.
     if (algo == Algo::kCudnn && detail::estimate_direct_us(d) > kCudnnCheckMaxUs) {
       std::printf("[ row      ] cudnn  skipped: direct estimate %.0f ms\n",
                   detail::estimate_direct_us(d) / 1000.0);
@@ -400,6 +401,9 @@ TEST_P(BackwardSuiteRow, MatchesOracle) {
     }
     Options o;
     o.algo = algo;
+    // A correctness check needs a cuDNN algorithm, not the fastest: no timed search (with the
+    // exhaustive one, the photo_blur_rgb_2k row did not finish within a minute on the H200).
+    o.cudnn_search = CudnnSearch::kHeuristic;
     for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
       const double tol = algo == Algo::kCudnn ? cudnn_tolerance(p, pass) : testing::tolerance(d.dtype);
       try {
