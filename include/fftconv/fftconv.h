@@ -51,6 +51,14 @@ typedef enum fftconv_pass {
   FFTCONV_PASS_BACKWARD_FILTER = 2
 } fftconv_pass_t;
 
+/* Same values as fftconv::Backend. FFTCONV_BACKEND_CPU plans take host pointers, need no
+   workspace and ignore the stream. */
+typedef enum fftconv_backend {
+  FFTCONV_BACKEND_GPU = 0,
+  FFTCONV_BACKEND_CPU = 1,
+  FFTCONV_BACKEND_AUTO = 2
+} fftconv_backend_t;
+
 /* See fftconv::ConvDesc for the semantics. */
 typedef struct fftconv_conv_desc {
   int64_t n, c, h, w;
@@ -68,13 +76,14 @@ typedef struct fftconv_options {
   int allow_tf32;         /* cuDNN path only */
   fftconv_pass_t pass;    /* the pass the plan computes */
   int dw_fp32;            /* backward filter with fp16/bf16 data: write dw in fp32 */
+  fftconv_backend_t backend; /* where the plan runs */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;
 
 /* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32. */
 fftconv_conv_desc_t fftconv_conv_desc_default(void);
-/* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype. */
+/* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype, GPU backend. */
 fftconv_options_t fftconv_options_default(void);
 
 /* Checks a descriptor without touching the GPU. */

@@ -22,6 +22,8 @@ static_assert(FFTCONV_ALGO_FFT_TILED == static_cast<int>(fftconv::Algo::kFftTile
               "C and C++ algo codes out of sync");
 static_assert(FFTCONV_PASS_BACKWARD_FILTER == static_cast<int>(fftconv::Pass::kBackwardFilter),
               "fftconv_pass_t must match fftconv::Pass");
+static_assert(FFTCONV_BACKEND_AUTO == static_cast<int>(fftconv::Backend::kAuto),
+              "fftconv_backend_t must match fftconv::Backend");
 static_assert(FFTCONV_DTYPE_BF16 == static_cast<int>(fftconv::DType::kBF16),
               "C and C++ dtype codes out of sync");
 
@@ -92,6 +94,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.allow_tf32 = 0;
   o.pass = FFTCONV_PASS_FORWARD;
   o.dw_fp32 = 0;
+  o.backend = FFTCONV_BACKEND_GPU;
   return o;
 }
 
@@ -127,6 +130,7 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       o.allow_tf32 = options->allow_tf32 != 0;
       o.pass = static_cast<fftconv::Pass>(options->pass);
       o.dw_fp32 = options->dw_fp32 != 0;
+      o.backend = static_cast<fftconv::Backend>(options->backend);
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

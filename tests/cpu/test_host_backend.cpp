@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fftconv/fftconv.h"
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
 #include "reference/reference.h"
@@ -440,6 +441,42 @@ TEST(HostBackendRejects, WithoutFftwSaysHowToEnableIt) {
   EXPECT_EQ(plan_status(ConvDesc::parse("n1c1h32w32k1r9s9p4x4u1x1d1x1g1f32"), cpu_options(), &msg),
             Status::kNotSupported);
   EXPECT_NE(msg.find("FFTCONV_WITH_FFTW=ON"), std::string::npos) << msg;
+}
+
+// The C API reaches the CPU backend through options.backend: host pointers, no workspace.
+TEST(HostBackend, CApiRunsOnTheHost) {
+  FFTCONV_REQUIRE_FFTW();
+  fftconv_conv_desc_t cd = fftconv_conv_desc_default();
+  cd.n = 2; cd.c = 3; cd.h = 21; cd.w = 17; cd.k = 4; cd.r = 7; cd.s = 5; cd.pad_h = 3; cd.pad_w = 2;
+  fftconv_options_t o = fftconv_options_default();
+  o.backend = FFTCONV_BACKEND_CPU;
+  fftconv_plan_t plan = nullptr;
+  ASSERT_EQ(fftconv_plan_create(&plan, &cd, &o), FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  size_t ws = 1;
+  EXPECT_EQ(fftconv_plan_workspace_size(plan, &ws), FFTCONV_STATUS_SUCCESS);
+  EXPECT_EQ(ws, 0u);
+  EXPECT_NE(std::string(fftconv_plan_describe(plan)).find("backend=cpu"), std::string::npos);
+  ConvDesc d;
+  d.n = cd.n; d.c = cd.c; d.h = cd.h; d.w = cd.w; d.k = cd.k; d.r = cd.r; d.s = cd.s;
+  d.pad_h = cd.pad_h; d.pad_w = cd.pad_w;
+  const auto x = testing::random_values(d.x_elems(), 41, DType::kF32);
+  const auto w = testing::random_values(d.w_elems(), 42, DType::kF32);
+  std::vector<float> y(d.y_elems(), std::numeric_limits<float>::quiet_NaN());
+  ASSERT_EQ(fftconv_forward(plan, x.data(), w.data(), nullptr, y.data(), nullptr, 0, nullptr),
+            FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  std::vector<double> ref(d.y_elems());
+  reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
+  const testing::ErrorStats err = testing::compare(y, ref);
+  EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32))) << err.to_string();
+  // The CPU backend computes the forward pass only.
+  EXPECT_EQ(fftconv_backward_data(plan, y.data(), w.data(), y.data(), nullptr, 0, nullptr),
+            FFTCONV_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(fftconv_plan_destroy(plan), FFTCONV_STATUS_SUCCESS);
+  o.pass = FFTCONV_PASS_BACKWARD_DATA;
+  EXPECT_EQ(fftconv_plan_create(&plan, &cd, &o), FFTCONV_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(plan, nullptr);
 }
 
 }  // namespace
