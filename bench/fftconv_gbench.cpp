@@ -87,13 +87,13 @@ void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& 
   const auto t0 = std::chrono::steady_clock::now();
   try {
     plan = std::make_unique<fftconv::Plan>(d, prov.options);
-  } catch (const fftconv::Error& e) {
+    ft::cuda_check(cudaDeviceSynchronize(), "plan");
+  } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     for (auto _ : state) {
     }
     return;
   }
-  ft::cuda_check(cudaDeviceSynchronize(), "plan");
   const double plan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const std::size_t es = fftconv::dtype_size(d.dtype);
@@ -132,6 +132,7 @@ void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& 
     }
   };
   double ms = 0.0;
+  bool failed = false;
   try {
     for (auto _ : state) {
       ms = ft::median_ms(run, stream, g_warmup, g_iters);
@@ -139,8 +140,10 @@ void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& 
     }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
+    failed = true;
   }
   cudaStreamDestroy(stream);
+  if (failed || ms <= 0.0) return;
   const fftconv::PlanInfo& info = plan->info();
   state.counters["tflops"] = ft::direct_flops(d) / (ms * 1e-3) * 1e-12;
   state.counters["gbps"] = ft::pass_bytes(d, pass) / (ms * 1e-3) * 1e-9;

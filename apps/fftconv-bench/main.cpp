@@ -206,6 +206,9 @@ Config parse_args(int argc, char** argv) {
     }
   }
   if (have_shape_flags) c.single.push_back({name, d});
+  if (c.stages && (c.passes.size() > 1 || c.passes[0] != Pass::kForward)) {
+    std::fprintf(stderr, "fftconv-bench: note: --stages times the forward pass only\n");
+  }
   if (c.shape_files.empty() && c.single.empty()) {
     std::fprintf(stderr, "fftconv-bench: give --shapes FILE.csv or a shape (--desc, --n ...)\n");
     usage(2);

@@ -114,7 +114,7 @@ fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, con
                                          cudaStream_t stream, float alpha, float beta);
 
 /* Keeps the filter (its spectrum for the FFT paths) in memory the plan owns; afterwards w may be
-   NULL in fftconv_forward. See fftconv::Plan::set_filter. */
+   NULL in fftconv_forward (and fftconv_backward_data). See fftconv::Plan::set_filter. */
 fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream);
 fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan);
 

@@ -87,7 +87,8 @@ struct Options {
   bool allow_tf32 = false;
   CudnnSearch cudnn_search = CudnnSearch::kFind;
   /// cuDNN path only: force one of cudnn_algo_names(pass) instead of searching; a forced
-  /// algorithm that cannot run the problem fails at plan time.
+  /// algorithm that cannot run the problem fails at plan time. Forcing bypasses the strict-fp32
+  /// filter, so a Winograd algorithm runs even though its error can exceed the fp32 tolerance.
   std::string cudnn_algo;
   /// FFT path only: force a per-frequency GEMM tiling by name (one of gemm_kernel_names());
   /// empty: chosen per `tuning`.
@@ -188,8 +189,8 @@ class Plan {
 
   /// Keeps the filter in device memory owned by the plan: for the FFT paths its spectrum at the
   /// plan's FFT size (the filter's pad and transform then leave forward()), for cuDNN a copy.
-  /// Afterwards forward() accepts w == nullptr and uses the kept filter; a non-null w is still
-  /// used as given, for that call only. Enqueued on `stream` (which must finish before `w` is
+  /// Afterwards forward() (and backward_data() on a backward-data plan) accepts w == nullptr and
+  /// uses the kept filter; a non-null w is still used as given, for that call only. Enqueued on `stream` (which must finish before `w` is
   /// freed or changed); allocates filter_bytes() of device memory on the first call, so it is a
   /// set-up step, not part of the hot path. Calling it again replaces the kept filter in place;
   /// forward() calls on other streams must be ordered after it by the caller. The memory is

@@ -361,7 +361,7 @@ class CudnnAlgo final : public ConvAlgo {
   }
 
   void find_algo(bool strict, std::size_t limit) {
-    if (estimate_direct_us(d_) > kExhaustiveFindMaxUs) {
+    if (estimate_direct_us(d_, pass_) > kExhaustiveFindMaxUs) {
       bounded_find(strict, limit);
       return;
     }
@@ -436,45 +436,60 @@ class CudnnAlgo final : public ConvAlgo {
     launch_fill_uniform(x.ptr, d_.x_elems(), d_.dtype, 1, nullptr);
     launch_fill_uniform(w.ptr, d_.w_elems(), d_.dtype, 2, nullptr);
     launch_fill_uniform(y.ptr, d_.y_elems(), d_.dtype, 3, nullptr);
+    // The pass's operands: x (forward, backward filter), w (forward, backward data), dy = y
+    // (backward); its output is the remaining tensor.
     RunArgs a;
-    a.x = pass_ == Pass::kBackwardData ? nullptr : x.ptr;
+    a.x = x.ptr;
     a.w = w.ptr;
     a.dy = y.ptr;
     a.out = pass_ == Pass::kForward ? y.ptr : pass_ == Pass::kBackwardData ? x.ptr : w.ptr;
     a.workspace = ws.ptr;
-    if (pass_ == Pass::kForward) a.x = x.ptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    FFTCONV_CUDA_CHECK(cudaEventCreate(&start));
-    FFTCONV_CUDA_CHECK(cudaEventCreate(&stop));
+    struct Events {
+      cudaEvent_t e[3] = {nullptr, nullptr, nullptr};
+      Events() {
+        for (cudaEvent_t& ev : e) FFTCONV_CUDA_CHECK(cudaEventCreate(&ev));
+      }
+      ~Events() {
+        for (cudaEvent_t ev : e) {
+          if (ev) cudaEventDestroy(ev);
+        }
+      }
+    } ev;
     FFTCONV_CUDNN_CHECK(cudnnSetStream(handle_, nullptr));
     float spent = 0.0f;
     std::vector<Perf> timed;
-    try {
-      for (Perf& p : perf) {
-        if (spent > kBoundedSearchBudgetMs) break;
-        if (!acceptable(p, strict, limit) || p.memory > search_ws) continue;
+    std::string skipped;
+    for (Perf& p : perf) {
+      if (spent > kBoundedSearchBudgetMs) break;
+      if (!acceptable(p, strict, limit) || p.memory > search_ws) continue;
+      // One untimed run first (it pays for loading the kernels), then one timed run.
+      try {
         FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, p.math));
-        FFTCONV_CUDA_CHECK(cudaEventRecord(start, nullptr));
+        FFTCONV_CUDA_CHECK(cudaEventRecord(ev.e[0], nullptr));
         enqueue(p.algo, a, p.memory);
-        FFTCONV_CUDA_CHECK(cudaEventRecord(stop, nullptr));
-        FFTCONV_CUDA_CHECK(cudaEventSynchronize(stop));
-        FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&p.time, start, stop));
-        spent += p.time;
-        timed.push_back(p);
+        FFTCONV_CUDA_CHECK(cudaEventRecord(ev.e[1], nullptr));
+        enqueue(p.algo, a, p.memory);
+        FFTCONV_CUDA_CHECK(cudaEventRecord(ev.e[2], nullptr));
+        FFTCONV_CUDA_CHECK(cudaEventSynchronize(ev.e[2]));
+      } catch (const Error& e) {
+        if (e.status() != Status::kCudnnError && e.status() != Status::kNotSupported) throw;
+        skipped += std::string(skipped.empty() ? "" : ", ") + algo_name(pass_, p.algo) +
+                   " failed: " + e.what();
+        continue;
       }
-    } catch (...) {
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-      throw;
+      float total = 0.0f;
+      FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&total, ev.e[0], ev.e[2]));
+      FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&p.time, ev.e[1], ev.e[2]));
+      spent += total;
+      timed.push_back(p);
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     std::stable_sort(timed.begin(), timed.end(),
                      [](const Perf& l, const Perf& r) { return l.time < r.time; });
-    char how[96];
-    std::snprintf(how, sizeof(how), "bounded search, one run each (direct estimate %.0f ms)",
-                  estimate_direct_us(d_) / 1000.0);
-    pick(timed, strict, limit, how);
+    char how[128];
+    std::snprintf(how, sizeof(how),
+                  "bounded search, one timed run each after a warm-up (direct estimate %.0f ms)",
+                  estimate_direct_us(d_, pass_) / 1000.0);
+    pick(timed, strict, limit, skipped.empty() ? std::string(how) : how + ("; " + skipped));
   }
 
   // The v7 heuristics' suggestions, with the workspace each needs.
@@ -518,7 +533,7 @@ class CudnnAlgo final : public ConvAlgo {
     pick(heuristic_perf(), strict, limit, "heuristic");
   }
 
-  void pick(const std::vector<Perf>& perf, bool strict, std::size_t limit, const char* how) {
+  void pick(const std::vector<Perf>& perf, bool strict, std::size_t limit, const std::string& how) {
     std::string tried;
     int chosen = -1;
     for (std::size_t i = 0; i < perf.size(); ++i) {
@@ -540,7 +555,7 @@ class CudnnAlgo final : public ConvAlgo {
     algo_ = perf[chosen].algo;
     math_ = perf[chosen].math;
     workspace_ = perf[chosen].memory;
-    search_ = std::string("cudnn ") + how + " [" + tried + "]";
+    search_ = "cudnn " + how + " [" + tried + "]";
   }
 
   ConvDesc d_;

@@ -295,7 +295,7 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
       detail::FftGeometry tiled;
       const bool has_tiled = pass == Pass::kForward && detail::choose_tiled_geometry(desc, &tiled);
       std::vector<Candidate> order = {{Algo::kFft, detail::estimate_fft_us(desc, full, pass)},
-                                      {Algo::kCudnn, detail::estimate_direct_us(desc)}};
+                                      {Algo::kCudnn, detail::estimate_direct_us(desc, pass)}};
       if (has_tiled) {
         order.push_back({Algo::kFftTiled,
                          detail::estimate_fft_us(desc, tiled) * detail::kTiledOverheadFactor});

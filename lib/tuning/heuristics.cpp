@@ -40,6 +40,13 @@ constexpr std::int64_t kSmallKernelArea = 25;  // up to 5x5: Winograd / implicit
 // Below about 1e5 outputs cuDNN cannot fill the GPU and its rate drops in proportion
 // (seed3_landmark_same, 9216 outputs: 0.3 TFLOP/s; seed3_cntk_valid, 32400: 4.5).
 constexpr double kDirectFullOutputs = 1.0e5;
+// cuDNN's backward passes against its forward (strict fp32, best algorithm, H200,
+// data/results/h200/suite-passes-partial.txt): backward data 1.0-1.9x (replknet_dw31_14 2.24
+// against 1.29 ms, slak_dw51_28 12.5 against 6.9), backward filter 1.0-4.8x (replknet_dw31_14
+// 5.37 ms; landmark_heatmaps_dw68 through PyTorch 51.9 against 10.9). Rows where cuDNN runs its
+// FFT algorithms cost the same in every pass; these are the middle of the direct ones.
+constexpr double kDirectDgradFactor = 1.5;
+constexpr double kDirectWgradFactor = 2.0;
 
 // ---- GEMM tiling ------------------------------------------------------------------------------
 // Threads wanted in flight: 132 SMs x 2048 threads is one full wave; below that, shrink tiles.
@@ -173,14 +180,17 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass) {
          kFftLaunches * kLaunchUs;
 }
 
-double estimate_direct_us(const ConvDesc& d) {
+double estimate_direct_us(const ConvDesc& d, Pass pass) {
   const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
   const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;
   const double rate = !dense ? kDirectThinFlopsPerUs
                       : d.r * d.s <= kSmallKernelArea ? kDirectDenseSmallFlopsPerUs
                                                        : kDirectDenseLargeFlopsPerUs;
   const double fill = std::min(1.0, double(d.y_elems()) / kDirectFullOutputs);
-  return flops / (rate * fill) + kLaunchUs;
+  const double factor = pass == Pass::kBackwardData     ? kDirectDgradFactor
+                        : pass == Pass::kBackwardFilter ? kDirectWgradFactor
+                                                        : 1.0;
+  return factor * flops / (rate * fill) + kLaunchUs;
 }
 
 std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count, Pass pass) {

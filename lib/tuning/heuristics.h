@@ -16,8 +16,8 @@ namespace fftconv::detail {
 /// operand transformed on every call.
 double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass::kForward);
 
-/// Estimated device time of a direct (cuDNN) convolution, in microseconds.
-double estimate_direct_us(const ConvDesc& d);
+/// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
+double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 
 /// The FFT size with the lowest estimate among fft_size_candidates() on each axis.
 FftGeometry choose_fft_geometry(const ConvDesc& d, Pass pass = Pass::kForward);

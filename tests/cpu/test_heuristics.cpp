@@ -117,5 +117,14 @@ TEST(Heuristics, AutoPrefersFftForLargeKernelsAndDirectForSmallOnes) {
   }
 }
 
+TEST(Heuristics, DirectBackwardPassesCostMoreThanForward) {
+  ConvDesc d;
+  d.n = 32; d.c = d.k = d.groups = 128; d.h = d.w = 56; d.r = d.s = 31; d.pad_h = d.pad_w = 15;
+  const double fwd = estimate_direct_us(d, Pass::kForward);
+  EXPECT_EQ(fwd, estimate_direct_us(d));
+  EXPECT_GT(estimate_direct_us(d, Pass::kBackwardData), fwd);
+  EXPECT_GT(estimate_direct_us(d, Pass::kBackwardFilter), estimate_direct_us(d, Pass::kBackwardData));
+}
+
 }  // namespace
 }  // namespace fftconv::detail
