@@ -9,9 +9,9 @@
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
 #
-# Every step takes about 15 minutes on an H200 (tests 5, driver 4, Google Benchmark 3, PyTorch 2,
-# blur 1): where one call is limited to 10 minutes, run "build test bench" and then
-# "gbench torch report blur" on the same machine (the build folder is reused).
+# All steps together should take about 15 minutes on an H200, estimated from partial runs (tests 5,
+# driver 4, Google Benchmark 3, PyTorch 2, blur 1): where one call is limited to 10 minutes, run
+# "build test bench" and then "gbench torch report blur" on the same machine (the build is reused).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
