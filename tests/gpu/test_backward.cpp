@@ -343,6 +343,68 @@ TEST(Backward, PassesAreAdjoint) {
   }
 }
 
+// The engine's gradients against finite differences of the engine's own forward pass on tiny
+// shapes: L(x, w) = <conv(x, w), g> is linear in each, so a unit step gives the derivative up to
+// the forward's fp32 rounding (about 1e-7 of sum |y*g|, far below the bound used). g = ones is
+// the chain "conv, then sum".
+TEST(Backward, GradientsMatchFiniteDifferencesOfForward) {
+  FFTCONV_REQUIRE_GPU();
+  std::vector<ConvDesc> shapes(3);
+  shapes[0].h = 6; shapes[0].w = 5; shapes[0].r = 3; shapes[0].s = 2; shapes[0].pad_h = 1;
+  shapes[1].n = 2; shapes[1].c = 4; shapes[1].k = 2; shapes[1].groups = 2; shapes[1].h = 5;
+  shapes[1].w = 5; shapes[1].r = 3; shapes[1].s = 3; shapes[1].pad_h = shapes[1].pad_w = 2;
+  shapes[1].stride_h = 2;
+  shapes[2].c = shapes[2].k = shapes[2].groups = 2; shapes[2].h = 7; shapes[2].w = 4;
+  shapes[2].r = 2; shapes[2].s = 3; shapes[2].dil_h = 2; shapes[2].pad_w = 1;
+  for (const ConvDesc& d : shapes) {
+    ASSERT_EQ(d.validate(), Status::kSuccess) << d.to_string();
+    for (bool chain : {true, false}) {
+      const BwdProblem p(d, chain ? 514 : 515);
+      const std::vector<float> g =
+          chain ? std::vector<float>(d.y_elems(), 1.0f) : p.dyv;  // dL/dy
+      Options o;
+      o.algo = Algo::kFft;
+      Plan fwd(d, o);
+      testing::DeviceBuffer y(4 * d.y_elems()), ws(fwd.workspace_size());
+      auto loss = [&](const std::vector<float>& xv, const std::vector<float>& wv) {
+        const testing::DeviceBuffer xd = upload(xv, DType::kF32), wd = upload(wv, DType::kF32);
+        fwd.forward(xd.get(), wd.get(), nullptr, y.get(), ws.get(), ws.bytes(), nullptr);
+        testing::cuda_check(cudaDeviceSynchronize(), "forward");
+        const std::vector<float> yv = download(y, d.y_elems(), DType::kF32);
+        double l = 0.0;
+        for (std::int64_t i = 0; i < d.y_elems(); ++i) l += double(yv[i]) * g[i];
+        return l;
+      };
+      const double base = loss(p.xv, p.wv);
+      std::vector<double> fd_x(d.x_elems()), fd_w(d.w_elems());
+      for (std::int64_t i = 0; i < d.x_elems(); ++i) {
+        std::vector<float> xs = p.xv;
+        xs[i] += 1.0f;
+        fd_x[i] = loss(xs, p.wv) - base;
+      }
+      for (std::int64_t i = 0; i < d.w_elems(); ++i) {
+        std::vector<float> wsv = p.wv;
+        wsv[i] += 1.0f;
+        fd_w[i] = loss(p.xv, wsv) - base;
+      }
+      // The engine's backward passes with dy = g.
+      const testing::DeviceBuffer gd = upload(g, DType::kF32);
+      Plan dgrad(d, with_pass(o, Pass::kBackwardData)), wgrad(d, with_pass(o, Pass::kBackwardFilter));
+      testing::DeviceBuffer dx(4 * d.x_elems()), dw(4 * d.w_elems());
+      testing::DeviceBuffer ws_d(dgrad.workspace_size()), ws_w(wgrad.workspace_size());
+      dgrad.backward_data(gd.get(), p.w.get(), dx.get(), ws_d.get(), ws_d.bytes(), nullptr);
+      wgrad.backward_filter(p.x.get(), gd.get(), dw.get(), ws_w.get(), ws_w.bytes(), nullptr);
+      testing::cuda_check(cudaDeviceSynchronize(), "backward");
+      const testing::ErrorStats ex = testing::compare(download(dx, d.x_elems(), DType::kF32), fd_x);
+      const testing::ErrorStats ew = testing::compare(download(dw, d.w_elems(), DType::kF32), fd_w);
+      EXPECT_TRUE(ex.pass(1e-4)) << "dx " << (chain ? "chain " : "") << d.to_string() << ": "
+                                 << ex.to_string();
+      EXPECT_TRUE(ew.pass(1e-4)) << "dw " << (chain ? "chain " : "") << d.to_string() << ": "
+                                 << ew.to_string();
+    }
+  }
+}
+
 TEST(Backward, BadCalls) {
   FFTCONV_REQUIRE_GPU();
   ConvDesc d;
