@@ -42,7 +42,7 @@ Pass parse_pass(const std::string& name);
 /// Where a plan runs.
 enum class Backend : int {
   kGpu = 0,   ///< the current CUDA device; tensors and workspace are device memory
-  kCpu = 1,   ///< the host FFT pipeline (FFTW, fp32 forward); tensors are host memory
+  kCpu = 1,   ///< the host FFT pipeline (FFTW, fp32, every pass); tensors are host memory
   kAuto = 2,  ///< the GPU when one is present, else the CPU
 };
 

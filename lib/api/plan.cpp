@@ -258,6 +258,7 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
     impl_->desc = desc;
     impl_->options = options;
     impl_->host = detail::make_host_conv(desc, options, &impl_->info);
+    impl_->info.pass = options.pass;
     return;
   }
   require_device();
@@ -403,10 +404,15 @@ void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspac
   require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardData, "backward_data");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_backward_data_args(impl_->desc, dy, w, dx, workspace, workspace_bytes,
-                                       workspace_size(), impl_->algo->has_filter(), &why);
+  const Status st = detail::check_backward_data_args(
+      impl_->desc, dy, w, dx, workspace, workspace_bytes, workspace_size(),
+      impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
+  if (impl_->host) {
+    impl_->host->backward_data(static_cast<const float*>(dy), static_cast<const float*>(w),
+                               static_cast<float*>(dx));
+    return;
+  }
   detail::RunArgs args;
   args.dy = dy;
   args.w = w;
@@ -426,6 +432,11 @@ void Plan::backward_filter(const void* x, const void* dy, void* dw, void* worksp
                                                        beta, workspace, workspace_bytes,
                                                        workspace_size(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
+  if (impl_->host) {
+    impl_->host->backward_filter(static_cast<const float*>(x), static_cast<const float*>(dy),
+                                 static_cast<float*>(dw), alpha, beta);
+    return;
+  }
   detail::RunArgs args;
   args.x = x;
   args.dy = dy;

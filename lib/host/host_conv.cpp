@@ -57,10 +57,6 @@ Backend resolve_backend(Backend requested) {
 }
 
 std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, PlanInfo* info) {
-  if (o.pass != Pass::kForward) {
-    not_supported(d, std::string("the cpu backend computes the forward pass only; pass ") +
-                         pass_name(o.pass) + " needs Backend::kGpu");
-  }
   if (d.dtype != DType::kF32) {
     not_supported(d, std::string("the cpu backend computes fp32 tensors only, not ") +
                          dtype_name(d.dtype) + " (convert to fp32, or use Backend::kGpu)");
@@ -79,7 +75,7 @@ std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, Pl
   const FftGeometry g = host_geometry(d, o, &size_reason);
   const int threads = host_thread_count();
   const bool measure = o.tuning != Tuning::kHeuristic;
-  auto conv = std::make_unique<HostFftConv>(d, g, threads, measure);
+  auto conv = std::make_unique<HostFftConv>(d, g, o.pass, threads, measure);
   if (info) {
     conv->fill_info(*info);
     char buffers[48];

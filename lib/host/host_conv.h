@@ -21,11 +21,18 @@ struct HostFwdArgs {
 
 /// A convolution pass computed on the host. Owns every buffer it needs; calls run to completion
 /// on the calling thread (and the threads it starts). Callers serialise calls on one object.
+/// Each object computes the pass of the Options it was made with.
 class HostConv {
  public:
   virtual ~HostConv() = default;
   /// y = conv(x, w) + bias. `stage_times` (may be null) receives the milliseconds of each stage.
   virtual void forward(const HostFwdArgs& args, std::vector<StageTime>* stage_times) = 0;
+  /// dx = dL/dx for output gradient dy and filter w (null: the kept filter); host fp32.
+  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+  /// dw = alpha * dL/dw + beta * dw for input x and output gradient dy (dw not read when beta
+  /// is 0); host fp32.
+  virtual void backward_filter(const float* x, const float* dy, float* dw, float alpha,
+                               float beta) = 0;
   /// Fills backend, algo, sizes and kernel names (the reason is set by make_host_conv).
   virtual void fill_info(PlanInfo& info) const = 0;
   /// Keeps the spectrum of filter `w` (host memory) so forward() accepts w == nullptr.
@@ -41,9 +48,9 @@ class HostConv {
 /// is not a Backend.
 Backend resolve_backend(Backend requested);
 
-/// Builds the host engine, or throws Error: kNotSupported for what the host backend cannot run
-/// (a pass other than forward, a dtype other than fp32, a GPU-only algorithm or GEMM kernel, or
-/// a build without FFTW), kInvalidArgument for a forced FFT size below the exact minimum or a bad
+/// Builds the host engine for Options::pass, or throws Error: kNotSupported for what the host
+/// backend cannot run (a dtype other than fp32, a GPU-only algorithm or GEMM kernel, or a build
+/// without FFTW), kInvalidArgument for a forced FFT size below the exact minimum or a bad
 /// $FFTCONV_CPU_THREADS, kOutOfMemory when its buffers cannot be allocated. `info` receives what
 /// was chosen and why.
 std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, PlanInfo* info);

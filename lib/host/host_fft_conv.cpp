@@ -120,21 +120,60 @@ class StageClock {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// The per-frequency GEMM of any pass as gemm_problem describes it (strides in complex
+// elements, bins contiguous), on blocks of bins: for each output (g, m, n) the contraction runs
+// over k with the block's bins in the innermost, vectorisable loop. fp32 accumulation, as on the
+// GPU.
+void strided_cgemm(const CgemmProblem& p, const float* a, const float* b, float* c, int threads) {
+  constexpr std::int64_t kBlock = 64;
+  const float sa = p.conj_a ? -1.0f : 1.0f, sb = p.conj_b ? -1.0f : 1.0f;
+  const std::int64_t macs_per_bin = p.groups * p.m * p.n * p.k;
+  parallel_for(p.bins, threads, kHostMinWorkPerThread / macs_per_bin + 1,
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t b0 = begin; b0 < end; b0 += kBlock) {
+                   const std::int64_t len = std::min(kBlock, end - b0);
+                   for (std::int64_t g = 0; g < p.groups; ++g)
+                     for (std::int64_t m = 0; m < p.m; ++m)
+                       for (std::int64_t n = 0; n < p.n; ++n) {
+                         float* __restrict cc = c + 2 * (g * p.c_g + m * p.c_m + n * p.c_n + b0);
+                         for (std::int64_t k = 0; k < p.k; ++k) {
+                           const float* __restrict aa =
+                               a + 2 * (g * p.a_g + m * p.a_m + k * p.a_k + b0);
+                           const float* __restrict bb =
+                               b + 2 * (g * p.b_g + n * p.b_n + k * p.b_k + b0);
+                           for (std::int64_t j = 0; j < len; ++j) {
+                             const float ar = aa[2 * j], ai = sa * aa[2 * j + 1];
+                             const float br = bb[2 * j], bi = sb * bb[2 * j + 1];
+                             const float re = ar * br - ai * bi, im = ar * bi + ai * br;
+                             cc[2 * j] = k == 0 ? re : cc[2 * j] + re;
+                             cc[2 * j + 1] = k == 0 ? im : cc[2 * j + 1] + im;
+                           }
+                         }
+                       }
+                 }
+               });
+}
+
 }  // namespace
 
+// Every pass has one plane per tensor element plane: n*c + k*c/g + n*k in all.
 std::size_t HostFftConv::buffer_bytes(const ConvDesc& d, const FftGeometry& g) {
   const std::int64_t planes = d.n * d.c + d.k * d.c_per_group() + d.n * d.k;
   return static_cast<std::size_t>(planes) * static_cast<std::size_t>(g.real_plane_floats()) *
          sizeof(float);
 }
 
-HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, int threads, bool measure)
-    : d_(d), g_(g), threads_(std::max(threads, 1)), measure_(measure) {
-  planes_x_ = d.n * d.c;
-  planes_w_ = d.k * d.c_per_group();
-  planes_y_ = d.n * d.k;
+HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int threads,
+                         bool measure)
+    : d_(d),
+      g_(g),
+      pass_(pass),
+      threads_(std::max(threads, 1)),
+      measure_(measure),
+      planes_(spectrum_planes(d, g, pass)),
+      gemm_(gemm_problem(d, g, pass)) {
   const std::int64_t plane_floats = g.real_plane_floats();
-  const std::int64_t most_planes = std::max({planes_x_, planes_w_, planes_y_});
+  const std::int64_t most_planes = std::max({planes_.a, planes_.b, planes_.out});
   if (g.fft_h > INT_MAX || g.fft_w > INT_MAX || plane_floats > INT_MAX || most_planes > INT_MAX) {
     throw Error(Status::kNotSupported,
                 "fft " + std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w) + " over " +
@@ -145,7 +184,7 @@ HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, int threads, b
     const std::size_t bytes =
         static_cast<std::size_t>(planes) * static_cast<std::size_t>(plane_floats) * sizeof(float);
     Buffer b(static_cast<float*>(fftwf_malloc(bytes)));
-    // Touched now, so the first forward() does not pay for the page faults.
+    // Touched now, so the first call does not pay for the page faults.
     if (b) std::memset(b.get(), 0, bytes);
     if (!b) {
       throw Error(Status::kOutOfMemory,
@@ -155,48 +194,44 @@ HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, int threads, b
     }
     return b;
   };
-  x_ = alloc(planes_x_);
-  w_ = alloc(planes_w_);
-  y_ = alloc(planes_y_);
-  r2c_x_ = plan_many(g, planes_x_, x_.get(), true, threads_, measure_);
-  r2c_w_ = plan_many(g, planes_w_, w_.get(), true, threads_, measure_);
-  c2r_y_ = plan_many(g, planes_y_, y_.get(), false, threads_, measure_);
-  if (!r2c_x_ || !r2c_w_ || !c2r_y_) {
-    destroy(r2c_x_);
-    destroy(r2c_w_);
-    destroy(c2r_y_);
+  a_ = alloc(planes_.a);
+  b_ = alloc(planes_.b);
+  out_ = alloc(planes_.out);
+  r2c_a_ = plan_many(g, planes_.a, a_.get(), true, threads_, measure_);
+  r2c_b_ = plan_many(g, planes_.b, b_.get(), true, threads_, measure_);
+  c2r_out_ = plan_many(g, planes_.out, out_.get(), false, threads_, measure_);
+  if (!r2c_a_ || !r2c_b_ || !c2r_out_) {
+    destroy(r2c_a_);
+    destroy(r2c_b_);
+    destroy(c2r_out_);
     throw Error(Status::kInternal, "FFTW could not plan the " + std::to_string(g.fft_h) + "x" +
                                        std::to_string(g.fft_w) + " transforms of " + d.to_string());
   }
 }
 
 HostFftConv::~HostFftConv() {
-  destroy(r2c_x_);
-  destroy(r2c_w_);
-  destroy(c2r_y_);
+  destroy(r2c_a_);
+  destroy(r2c_b_);
+  destroy(c2r_out_);
 }
 
 std::size_t HostFftConv::buffer_bytes() const { return buffer_bytes(d_, g_); }
 
 std::size_t HostFftConv::filter_bytes() const {
-  return kept_ ? static_cast<std::size_t>(planes_w_ * g_.real_plane_floats()) * sizeof(float) : 0;
-}
-
-void HostFftConv::pad_input(const float* x) {
-  pad_planes(x, planes_x_, Placement{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1}, g_, x_.get(), threads_);
+  return kept_ ? static_cast<std::size_t>(planes_.b * g_.real_plane_floats()) * sizeof(float) : 0;
 }
 
 void HostFftConv::pad_filter(const float* w, float* dst) const {
-  pad_planes(w, planes_w_, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, g_, dst, threads_);
+  pad_planes(w, planes_.b, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, g_, dst, threads_);
 }
 
 // Y[n,k,f] = sum_c X[n,c,f] * conj(W[k,c,f]) per group, on blocks of bins so that a group's
 // operands stay in cache while they are reused across images and filters.
-void HostFftConv::multiply(const float* spec_w) {
+void HostFftConv::multiply_forward(const float* spec_w) {
   const std::int64_t cg = d_.c_per_group(), kg = d_.k_per_group();
   const std::int64_t plane = 2 * g_.bins;  // floats of one spectrum plane
-  const float* xs = x_.get();
-  float* ys = y_.get();
+  const float* xs = a_.get();
+  float* ys = out_.get();
   const std::int64_t macs_per_bin = d_.n * d_.k * cg;
   const std::int64_t block = host_bin_block(d_.n, cg);
   parallel_for(
@@ -231,25 +266,63 @@ void HostFftConv::multiply(const float* spec_w) {
       });
 }
 
-void HostFftConv::clip(const float* bias, float* y) const {
-  const std::int64_t out_h = d_.out_h(), out_w = d_.out_w();
-  const float scale = static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w)));
-  const float* src = y_.get();
-  const bool contiguous = d_.stride_w == 1 && out_w <= g_.fft_w;
-  parallel_for(planes_y_ * out_h, threads_, kHostMinWorkPerThread / out_w + 1,
+void HostFftConv::transform_and_contract(const float* src_a, const float* src_b,
+                                         StageClockHook clock) {
+  // 1. zero-pad: input x offset by the padding, filter w at the origin (dilated), output gradient
+  //    dy at the origin spread by the stride; segment a and b per spectrum_planes.
+  const Placement x_place{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1};
+  const Placement w_place{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w};
+  const Placement dy_place{d_.out_h(), d_.out_w(), 0, 0, d_.stride_h, d_.stride_w};
+  const bool kept = src_b == nullptr;
+  pad_planes(src_a, planes_.a, pass_ == Pass::kBackwardData ? dy_place : x_place, g_, a_.get(),
+             threads_);
+  if (!kept) {
+    pad_planes(src_b, planes_.b, pass_ == Pass::kBackwardFilter ? dy_place : w_place, g_,
+               b_.get(), threads_);
+  }
+  clock("pad");
+  // 2. r2c in place.
+  fftwf_execute(r2c_a_);
+  if (!kept) fftwf_execute(r2c_b_);
+  clock("r2c");
+  // 3. per-frequency complex GEMM of the pass.
+  const float* spec_b = kept ? kept_.get() : b_.get();
+  if (pass_ == Pass::kForward) {
+    multiply_forward(spec_b);
+  } else if (pass_ == Pass::kBackwardData) {
+    strided_cgemm(gemm_, a_.get(), spec_b, out_.get(), threads_);
+  } else {
+    strided_cgemm(gemm_, spec_b, a_.get(), out_.get(), threads_);  // A = DY, B = X
+  }
+  clock("gemm");
+  // 4. c2r in place.
+  fftwf_execute(c2r_out_);
+  clock("c2r");
+}
+
+void HostFftConv::clip(const Window& win, const float* bias, float scale, float beta,
+                       float* out) const {
+  const float* src = out_.get();
+  const bool contiguous = win.stride_w == 1 && win.off_w + win.out_w <= g_.fft_w;
+  parallel_for(win.planes * win.out_h, threads_, kHostMinWorkPerThread / win.out_w + 1,
                [&](std::int64_t begin, std::int64_t end) {
                  for (std::int64_t i = begin; i < end; ++i) {
-                   const std::int64_t plane = i / out_h, p = i - plane * out_h;
-                   const float b = bias ? bias[plane % d_.k] : 0.0f;
-                   const float* row =
-                       src + (plane * g_.fft_h + clip_source(p, d_.stride_h, g_.fft_h)) * g_.pitch;
-                   float* dst = y + i * out_w;
-                   if (contiguous) {
-                     for (std::int64_t q = 0; q < out_w; ++q) dst[q] = row[q] * scale + b;
-                   } else {
-                     for (std::int64_t q = 0; q < out_w; ++q) {
-                       dst[q] = row[clip_source(q, d_.stride_w, g_.fft_w)] * scale + b;
+                   const std::int64_t plane = i / win.out_h, p = i - plane * win.out_h;
+                   const float b = bias ? bias[plane % win.k] : 0.0f;
+                   const std::int64_t r =
+                       clip_read(p, win.stride_h, win.off_h, g_.fft_h, win.wrap);
+                   const float* row = r < 0 ? nullptr : src + (plane * g_.fft_h + r) * g_.pitch;
+                   float* dst = out + i * win.out_w;
+                   for (std::int64_t q = 0; q < win.out_w; ++q) {
+                     float v = 0.0f;
+                     if (row) {
+                       const std::int64_t col =
+                           contiguous ? win.off_w + q
+                                      : clip_read(q, win.stride_w, win.off_w, g_.fft_w, win.wrap);
+                       if (col >= 0) v = row[col];
                      }
+                     const float value = v * scale + b;
+                     dst[q] = beta != 0.0f ? value + beta * dst[q] : value;
                    }
                  }
                });
@@ -257,34 +330,39 @@ void HostFftConv::clip(const float* bias, float* y) const {
 
 void HostFftConv::forward(const HostFwdArgs& a, std::vector<StageTime>* stage_times) {
   StageClock clock(stage_times);
-  const bool per_call_filter = a.w != nullptr;
-  if (!per_call_filter && !kept_) {
-    throw Error(Status::kInternal, "cpu forward without a filter and none kept");
-  }
-  // 1. zero-pad the input (offset by the padding) and, unless its spectrum is kept, the filter
-  //    (at the origin, dilated).
-  pad_input(a.x);
-  if (per_call_filter) pad_filter(a.w, w_.get());
-  clock.mark("pad");
-  // 2. r2c in place.
-  fftwf_execute(r2c_x_);
-  if (per_call_filter) fftwf_execute(r2c_w_);
-  clock.mark("r2c");
-  // 3. per-frequency complex GEMM.
-  multiply(per_call_filter ? w_.get() : kept_.get());
-  clock.mark("gemm");
-  // 4. c2r in place.
-  fftwf_execute(c2r_y_);
-  clock.mark("c2r");
+  if (!a.w && !kept_) throw Error(Status::kInternal, "cpu forward without a filter and none kept");
+  transform_and_contract(a.x, a.w, [&](const char* stage) { clock.mark(stage); });
   // 5. valid window, 1/(Fh*Fw) scale, stride, bias.
-  clip(a.bias, a.y);
+  const Window win{d_.n * d_.k, d_.k, d_.out_h(), d_.out_w(), d_.stride_h, d_.stride_w};
+  clip(win, a.bias, static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w))), 0.0f, a.y);
   clock.mark("clip");
 }
 
+void HostFftConv::backward_data(const float* dy, const float* w, float* dx) {
+  if (!w && !kept_) throw Error(Status::kInternal, "cpu backward data without a filter");
+  transform_and_contract(dy, w, [](const char*) {});
+  // The input window, offset by the padding; past the period the result is zero.
+  Window win{d_.n * d_.c, d_.c, d_.h, d_.w, 1, 1, d_.pad_h, d_.pad_w};
+  win.wrap = false;
+  clip(win, nullptr, static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w))), 0.0f, dx);
+}
+
+void HostFftConv::backward_filter(const float* x, const float* dy, float* dw, float alpha,
+                                  float beta) {
+  transform_and_contract(x, dy, [](const char*) {});
+  // The taps of the dilated kernel, scaled and accumulated.
+  const Window win{planes_.out, d_.k, d_.r, d_.s, d_.dil_h, d_.dil_w};
+  clip(win, nullptr, static_cast<float>(alpha / (double(g_.fft_h) * double(g_.fft_w))), beta, dw);
+}
+
 void HostFftConv::set_filter(const float* w) {
+  if (pass_ == Pass::kBackwardFilter) {
+    throw Error(Status::kInvalidArgument,
+                "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
+  }
   if (!kept_) {
     const std::size_t bytes =
-        static_cast<std::size_t>(planes_w_ * g_.real_plane_floats()) * sizeof(float);
+        static_cast<std::size_t>(planes_.b * g_.real_plane_floats()) * sizeof(float);
     kept_.reset(static_cast<float*>(fftwf_malloc(bytes)));
     if (!kept_) {
       throw Error(Status::kOutOfMemory, "set_filter: keeping the filter spectrum needs " +
@@ -293,9 +371,9 @@ void HostFftConv::set_filter(const float* w) {
     }
   }
   pad_filter(w, kept_.get());
-  // The plan was made for w_; fftwf_malloc gives kept_ the same alignment, as new-array
+  // The plan was made for b_; fftwf_malloc gives kept_ the same alignment, as new-array
   // execution requires.
-  fftwf_execute_dft_r2c(r2c_w_, kept_.get(), reinterpret_cast<fftwf_complex*>(kept_.get()));
+  fftwf_execute_dft_r2c(r2c_b_, kept_.get(), reinterpret_cast<fftwf_complex*>(kept_.get()));
 }
 
 void HostFftConv::clear_filter() { kept_.reset(); }
@@ -306,9 +384,11 @@ void HostFftConv::fill_info(PlanInfo& info) const {
   info.fft_h = g_.fft_h;
   info.fft_w = g_.fft_w;
   info.tiles_h = info.tiles_w = 1;
-  info.gemm = d_.c_per_group() == 1 && d_.k_per_group() == 1 ? "host_pointwise" : "host_cgemm";
-  info.gemm_flops = 8.0 * double(d_.n) * double(d_.k) * double(d_.c_per_group()) * double(g_.bins);
-  info.gemm_min_bytes = 8.0 * double(planes_x_ + planes_w_ + planes_y_) * double(g_.bins);
+  info.gemm = pass_ != Pass::kForward                           ? "host_strided_cgemm"
+              : d_.c_per_group() == 1 && d_.k_per_group() == 1 ? "host_pointwise"
+                                                                : "host_cgemm";
+  info.gemm_flops = gemm_.flops();
+  info.gemm_min_bytes = gemm_.min_bytes();
   info.cudnn_algo.clear();
   info.cudnn_math.clear();
   info.workspace_bytes = 0;

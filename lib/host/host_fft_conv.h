@@ -1,31 +1,42 @@
 // The host FFT convolution on FFTW3 single precision: the GPU path's pipeline (zero-pad, r2c,
-// per-frequency complex GEMM, c2r, clip) with the same geometry, run by host threads.
+// per-frequency complex GEMM, c2r, clip) with the same geometry, plane layout and GEMM
+// description for each pass, run by host threads.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include <fftw3.h>
 
 #include "geometry/fft_geometry.h"
 #include "host/host_conv.h"
+#include "tuning/heuristics.h"
 
 namespace fftconv::detail {
 
-/// Full-image FFT on the host. Spectra are kept plane after plane in FFTW's in-place layout (rows
-/// of fft_w/2+1 complex values, real rows padded to FftGeometry::pitch floats), the layout of the
-/// GPU path, so the index math of lib/geometry serves both.
+/// Called after each stage with its name (profiling; may be empty).
+using StageClockHook = const std::function<void(const char*)>&;
+
+/// Full-image FFT on the host, one pass (forward, backward data or backward filter). Spectra are
+/// kept plane after plane in FFTW's in-place layout (rows of fft_w/2+1 complex values, real rows
+/// padded to FftGeometry::pitch floats), the layout of the GPU path, so the index math of
+/// lib/geometry and the pass descriptions of lib/tuning (spectrum_planes, gemm_problem) serve
+/// both.
 class HostFftConv final : public HostConv {
  public:
   /// Allocates the spectra and builds the FFTW plans for `threads` threads; `measure` plans with
   /// FFTW_MEASURE (FFTW times candidate algorithms: slower to build, sometimes faster to run)
   /// instead of FFTW_ESTIMATE. Throws Error(kOutOfMemory) when the buffers cannot be had.
-  HostFftConv(const ConvDesc& d, const FftGeometry& g, int threads, bool measure);
+  HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int threads, bool measure);
   ~HostFftConv() override;
   HostFftConv(const HostFftConv&) = delete;
   HostFftConv& operator=(const HostFftConv&) = delete;
 
   void forward(const HostFwdArgs& args, std::vector<StageTime>* stage_times) override;
+  void backward_data(const float* dy, const float* w, float* dx) override;
+  void backward_filter(const float* x, const float* dy, float* dw, float alpha,
+                       float beta) override;
   void fill_info(PlanInfo& info) const override;
   void set_filter(const float* w) override;
   void clear_filter() override;
@@ -44,18 +55,26 @@ class HostFftConv final : public HostConv {
   };
   using Buffer = std::unique_ptr<float, FftwFree>;
 
-  void pad_input(const float* x);
+  // The window a pass's clip reads (ClipArgs of the GPU path, without tiles).
+  struct Window {
+    std::int64_t planes, k, out_h, out_w, stride_h, stride_w, off_h = 0, off_w = 0;
+    bool wrap = true;
+  };
+  // Pads both segments (b only when `filter` is not kept), transforms, contracts, transforms back.
+  void transform_and_contract(const float* src_a, const float* src_b, StageClockHook clock);
   void pad_filter(const float* w, float* dst) const;
-  void multiply(const float* spec_w);
-  void clip(const float* bias, float* y) const;
+  void multiply_forward(const float* spec_w);
+  void clip(const Window& win, const float* bias, float scale, float beta, float* out) const;
 
   ConvDesc d_;
   FftGeometry g_;
+  Pass pass_;
   int threads_ = 1;
   bool measure_ = false;
-  std::int64_t planes_x_ = 0, planes_w_ = 0, planes_y_ = 0;
-  Buffer x_, w_, y_, kept_;
-  fftwf_plan r2c_x_ = nullptr, r2c_w_ = nullptr, c2r_y_ = nullptr;
+  SpectrumPlanes planes_;
+  CgemmProblem gemm_;
+  Buffer a_, b_, out_, kept_;
+  fftwf_plan r2c_a_ = nullptr, r2c_b_ = nullptr, c2r_out_ = nullptr;
 };
 
 }  // namespace fftconv::detail

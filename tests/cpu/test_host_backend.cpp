@@ -371,17 +371,6 @@ Status plan_status(const ConvDesc& d, const Options& o, std::string* message = n
   return Status::kSuccess;
 }
 
-TEST(HostBackendRejects, BackwardPasses) {
-  const ConvDesc d = ConvDesc::parse("n1c1h32w32k1r9s9p4x4u1x1d1x1g1f32");
-  for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
-    Options o = cpu_options();
-    o.pass = pass;
-    std::string msg;
-    EXPECT_EQ(plan_status(d, o, &msg), Status::kNotSupported) << pass_name(pass);
-    EXPECT_NE(msg.find("forward pass only"), std::string::npos) << msg;
-  }
-}
-
 TEST(HostBackendRejects, HalfPrecisionTensors) {
   for (const char* desc :
        {"n1c1h32w32k1r9s9p4x4u1x1d1x1g1f16", "n1c1h32w32k1r9s9p4x4u1x1d1x1g1bf16"}) {
@@ -470,13 +459,98 @@ TEST(HostBackend, CApiRunsOnTheHost) {
   reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
   const testing::ErrorStats err = testing::compare(y, ref);
   EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32))) << err.to_string();
-  // The CPU backend computes the forward pass only.
+  // A forward plan runs the forward pass only.
   EXPECT_EQ(fftconv_backward_data(plan, y.data(), w.data(), y.data(), nullptr, 0, nullptr),
             FFTCONV_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(fftconv_plan_destroy(plan), FFTCONV_STATUS_SUCCESS);
+  // A backward-data plan on the host, through the C API.
   o.pass = FFTCONV_PASS_BACKWARD_DATA;
-  EXPECT_EQ(fftconv_plan_create(&plan, &cd, &o), FFTCONV_STATUS_NOT_SUPPORTED);
-  EXPECT_EQ(plan, nullptr);
+  ASSERT_EQ(fftconv_plan_create(&plan, &cd, &o), FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  const auto dy = testing::random_values(d.y_elems(), 43, DType::kF32);
+  std::vector<float> dx(d.x_elems(), std::numeric_limits<float>::quiet_NaN());
+  ASSERT_EQ(fftconv_backward_data(plan, dy.data(), w.data(), dx.data(), nullptr, 0, nullptr),
+            FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  std::vector<double> ref_dx(d.x_elems());
+  reference::conv2d_backward_data_host(d, dy.data(), w.data(), ref_dx.data());
+  const testing::ErrorStats err_dx = testing::compare(dx, ref_dx);
+  EXPECT_TRUE(err_dx.pass(testing::tolerance(DType::kF32))) << err_dx.to_string();
+  EXPECT_EQ(fftconv_plan_destroy(plan), FFTCONV_STATUS_SUCCESS);
+}
+
+// ---- backward passes on the host ----------------------------------------------------------
+
+// dx and dw of random descriptors (wide padding included: the period then falls below the output
+// extent) against the fp64 oracles; NaN-poisoned outputs, so every element must be written.
+TEST(HostBackward, RandomSweepMatchesOracle) {
+  FFTCONV_REQUIRE_FFTW();
+  std::mt19937_64 gen(20261201);
+  const double tol = testing::tolerance(DType::kF32);
+  double worst[2] = {0.0, 0.0};
+  for (int i = 0; i < 150; ++i) {
+    const ConvDesc d = random_desc(gen);
+    const auto x = testing::random_values(d.x_elems(), 7000 + i, DType::kF32);
+    const auto w = testing::random_values(d.w_elems(), 8000 + i, DType::kF32);
+    const auto dy = testing::random_values(d.y_elems(), 9000 + i, DType::kF32);
+    for (Pass pass : {Pass::kBackwardData, Pass::kBackwardFilter}) {
+      Options o = cpu_options();
+      o.pass = pass;
+      Plan plan(d, o);
+      EXPECT_EQ(plan.info().pass, pass);
+      EXPECT_EQ(plan.workspace_size(), 0u);
+      const bool dgrad = pass == Pass::kBackwardData;
+      std::vector<float> out(dgrad ? d.x_elems() : d.w_elems(),
+                             std::numeric_limits<float>::quiet_NaN());
+      std::vector<double> ref(out.size());
+      if (dgrad) {
+        plan.backward_data(dy.data(), w.data(), out.data(), nullptr, 0, nullptr);
+        reference::conv2d_backward_data_host(d, dy.data(), w.data(), ref.data());
+      } else {
+        plan.backward_filter(x.data(), dy.data(), out.data(), nullptr, 0, nullptr);
+        reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
+      }
+      const testing::ErrorStats err = testing::compare(out, ref);
+      worst[dgrad ? 0 : 1] = std::max(worst[dgrad ? 0 : 1], err.rel_l2);
+      EXPECT_TRUE(err.pass(tol)) << pass_name(pass) << " " << d.to_string() << " case " << i
+                                 << ": " << err.to_string() << " " << plan.describe();
+    }
+  }
+  std::printf("[ sweep    ] cpu backward: 150 cases, worst rel_l2 dgrad %.3e wgrad %.3e\n",
+              worst[0], worst[1]);
+}
+
+TEST(HostBackward, FilterGradientAccumulatesAndDataKeepsItsFilter) {
+  FFTCONV_REQUIRE_FFTW();
+  const ConvDesc d = ConvDesc::parse("n3c4h23w19k6r7s5p3x2u2x1d1x2g2f32");
+  const auto x = testing::random_values(d.x_elems(), 1, DType::kF32);
+  const auto w = testing::random_values(d.w_elems(), 2, DType::kF32);
+  const auto w2 = testing::random_values(d.w_elems(), 3, DType::kF32);
+  const auto dy = testing::random_values(d.y_elems(), 4, DType::kF32);
+  // dw = 0.5 * grad - 2 * dw0.
+  Options o = cpu_options();
+  o.pass = Pass::kBackwardFilter;
+  Plan wgrad(d, o);
+  std::vector<float> dw = testing::random_values(d.w_elems(), 5, DType::kF32);
+  const std::vector<float> dw0 = dw;
+  wgrad.backward_filter(x.data(), dy.data(), dw.data(), nullptr, 0, nullptr, 0.5f, -2.0f);
+  std::vector<double> ref(d.w_elems());
+  reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = 0.5 * ref[i] - 2.0 * dw0[i];
+  EXPECT_TRUE(testing::compare(dw, ref).pass(1e-5)) << testing::compare(dw, ref).to_string();
+  EXPECT_THROW(wgrad.set_filter(w.data(), nullptr), Error);
+  // Backward data with a kept filter, and a per-call one over it.
+  o.pass = Pass::kBackwardData;
+  Plan dgrad(d, o);
+  dgrad.set_filter(w.data(), nullptr);
+  for (const std::vector<float>* filter : {&w, &w2}) {
+    std::vector<float> dx(d.x_elems(), std::numeric_limits<float>::quiet_NaN());
+    dgrad.backward_data(dy.data(), filter == &w ? nullptr : filter->data(), dx.data(), nullptr, 0,
+                        nullptr);
+    std::vector<double> rdx(d.x_elems());
+    reference::conv2d_backward_data_host(d, dy.data(), filter->data(), rdx.data());
+    EXPECT_TRUE(testing::compare(dx, rdx).pass(1e-5)) << testing::compare(dx, rdx).to_string();
+  }
 }
 
 }  // namespace
