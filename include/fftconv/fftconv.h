@@ -72,10 +72,10 @@ typedef struct fftconv_conv_desc {
 
 typedef struct fftconv_options {
   fftconv_algo_t algo;
-  size_t workspace_limit; /* SIZE_MAX: no limit */
-  int allow_tf32;         /* cuDNN path only */
-  fftconv_pass_t pass;    /* the pass the plan computes */
-  int dw_fp32;            /* backward filter with fp16/bf16 data: write dw in fp32 */
+  size_t workspace_limit;    /* SIZE_MAX: no limit */
+  int allow_tf32;            /* cuDNN path only */
+  fftconv_pass_t pass;       /* the pass the plan computes */
+  int dw_fp32;               /* backward filter with fp16/bf16 data: write dw in fp32 */
   fftconv_backend_t backend; /* where the plan runs */
 } fftconv_options_t;
 
@@ -88,7 +88,8 @@ fftconv_options_t fftconv_options_default(void);
 
 /* Checks a descriptor without touching the GPU. */
 fftconv_status_t fftconv_conv_desc_validate(const fftconv_conv_desc_t* desc);
-/* Writes the canonical string (NUL-terminated, truncated to buf_len); *needed gets its length + 1. */
+/* Writes the canonical string (NUL-terminated, truncated to buf_len); *needed gets its length + 1.
+ */
 fftconv_status_t fftconv_conv_desc_to_string(const fftconv_conv_desc_t* desc, char* buf,
                                              size_t buf_len, size_t* needed);
 
@@ -101,13 +102,13 @@ fftconv_status_t fftconv_plan_workspace_size(fftconv_plan_t plan, size_t* bytes)
 /* The plan's one-line description (valid until the plan is destroyed). */
 const char* fftconv_plan_describe(fftconv_plan_t plan);
 fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
-                                 const void* bias, void* y, void* workspace,
-                                 size_t workspace_bytes, cudaStream_t stream);
+                                 const void* bias, void* y, void* workspace, size_t workspace_bytes,
+                                 cudaStream_t stream);
 
 /* Backward passes of plans built with options.pass set accordingly; see
    fftconv::Plan::backward_data and backward_filter (dw = alpha * dL/dw + beta * dw). */
-fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w,
-                                       void* dx, void* workspace, size_t workspace_bytes,
+fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w, void* dx,
+                                       void* workspace, size_t workspace_bytes,
                                        cudaStream_t stream);
 fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, const void* dy,
                                          void* dw, void* workspace, size_t workspace_bytes,

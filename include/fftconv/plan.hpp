@@ -15,9 +15,9 @@ namespace fftconv {
 
 /// Which implementation computes the convolution.
 enum class Algo : int {
-  kAuto = 0,   ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
-  kFft = 1,    ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
-  kCudnn = 2,  ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
+  kAuto = 0,      ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
+  kFft = 1,       ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
+  kCudnn = 2,     ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
   kFftTiled = 3,  ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
 };
 
@@ -53,8 +53,9 @@ Backend parse_backend(const std::string& name);
 
 /// How the cuDNN path picks its algorithm at plan time.
 enum class CudnnSearch : int {
-  kFind = 0,       ///< cudnnFindConvolutionForwardAlgorithmEx: time every algorithm, keep the fastest
-  kHeuristic = 1,  ///< cudnnGetConvolutionForwardAlgorithm_v7: first suggestion that fits, no timing
+  kFind = 0,  ///< cudnnFindConvolutionForwardAlgorithmEx: time every algorithm, keep the fastest
+  kHeuristic =
+      1,  ///< cudnnGetConvolutionForwardAlgorithm_v7: first suggestion that fits, no timing
 };
 
 /// How the FFT path picks its per-frequency GEMM tiling.
@@ -119,12 +120,12 @@ std::vector<std::string> cudnn_algo_names(Pass pass);
 
 /// What a plan chose; for reports, logs and benchmarks.
 struct PlanInfo {
-  Pass pass = Pass::kForward;   ///< the pass the plan computes
+  Pass pass = Pass::kForward;       ///< the pass the plan computes
   Backend backend = Backend::kGpu;  ///< where it runs (never kAuto)
-  Algo algo = Algo::kAuto;      ///< the algorithm that runs (never kAuto)
-  std::int64_t fft_h = 0;       ///< FFT size (FFT paths; per tile when tiled), else 0
+  Algo algo = Algo::kAuto;          ///< the algorithm that runs (never kAuto)
+  std::int64_t fft_h = 0;           ///< FFT size (FFT paths; per tile when tiled), else 0
   std::int64_t fft_w = 0;
-  std::int64_t tiles_h = 1;     ///< overlap-save tiles per image (1 x 1: full image)
+  std::int64_t tiles_h = 1;  ///< overlap-save tiles per image (1 x 1: full image)
   std::int64_t tiles_w = 1;
   std::string gemm;             ///< per-frequency GEMM kernel (FFT path), e.g. "regtile_8x8"
   double gemm_flops = 0.0;      ///< FLOPs of the per-frequency GEMM (FFT path)
@@ -132,7 +133,7 @@ struct PlanInfo {
   std::string cudnn_algo;       ///< cuDNN algorithm (cuDNN path), e.g. "IMPLICIT_PRECOMP_GEMM"
   std::string cudnn_math;       ///< cuDNN math mode: "fma" (strict fp32) or "tensor_op"
   std::size_t workspace_bytes = 0;
-  std::string reason;           ///< why this algorithm and these sizes were chosen
+  std::string reason;  ///< why this algorithm and these sizes were chosen
 };
 
 /// A convolution pass prepared for execution on the current CUDA device (or on the host, with
@@ -174,8 +175,8 @@ class Plan {
                std::size_t workspace_bytes, cudaStream_t stream) const;
 
   /// Backward data (plans built with Options::pass = Pass::kBackwardData): dx = dL/dx for the
-  /// output gradient dy (n x k x Ho x Wo) and filter w (null: the kept filter), dx is n x c x h x w,
-  /// all of the descriptor's dtype. Same rules as forward(): checked first, enqueue only.
+  /// output gradient dy (n x k x Ho x Wo) and filter w (null: the kept filter), dx is n x c x h x
+  /// w, all of the descriptor's dtype. Same rules as forward(): checked first, enqueue only.
   void backward_data(const void* dy, const void* w, void* dx, void* workspace,
                      std::size_t workspace_bytes, cudaStream_t stream) const;
 
@@ -190,11 +191,12 @@ class Plan {
   /// Keeps the filter in device memory owned by the plan: for the FFT paths its spectrum at the
   /// plan's FFT size (the filter's pad and transform then leave forward()), for cuDNN a copy.
   /// Afterwards forward() (and backward_data() on a backward-data plan) accepts w == nullptr and
-  /// uses the kept filter; a non-null w is still used as given, for that call only. Enqueued on `stream` (which must finish before `w` is
-  /// freed or changed); allocates filter_bytes() of device memory on the first call, so it is a
-  /// set-up step, not part of the hot path. Calling it again replaces the kept filter in place;
-  /// forward() calls on other streams must be ordered after it by the caller. The memory is
-  /// released by clear_filter() or when the plan is destroyed.
+  /// uses the kept filter; a non-null w is still used as given, for that call only. Enqueued on
+  /// `stream` (which must finish before `w` is freed or changed); allocates filter_bytes() of
+  /// device memory on the first call, so it is a set-up step, not part of the hot path. Calling it
+  /// again replaces the kept filter in place; forward() calls on other streams must be ordered
+  /// after it by the caller. The memory is released by clear_filter() or when the plan is
+  /// destroyed.
   void set_filter(const void* w, cudaStream_t stream);
   /// Releases the kept filter; waits for the device first.
   void clear_filter();

@@ -12,7 +12,8 @@
 
 namespace fftconv::detail {
 
-/// Whether an algorithm can implement a descriptor; when not, a status and a reason a user can act on.
+/// Whether an algorithm can implement a descriptor; when not, a status and a reason a user can act
+/// on.
 struct Support {
   Status status = Status::kSuccess;
   std::string reason;
@@ -21,8 +22,8 @@ struct Support {
   static Support no(Status st, std::string why) { return {st, std::move(why)}; }
 };
 
-/// Tensors of one pass (device pointers). forward: x, w (null: kept), bias (may be null) -> out = y.
-/// backward data: dy, w (null: kept) -> out = dx. backward filter: x, dy -> out = dw, scaled as
+/// Tensors of one pass (device pointers). forward: x, w (null: kept), bias (may be null) -> out =
+/// y. backward data: dy, w (null: kept) -> out = dx. backward filter: x, dy -> out = dw, scaled as
 /// out = alpha * dw + beta * out.
 struct RunArgs {
   const void* x = nullptr;

@@ -23,15 +23,17 @@ Support cudnn_can_implement(const ConvDesc& d, const Options& o) {
                        "this build of fftconv has no cuDNN path (configure with "
                        "-DFFTCONV_WITH_CUDNN=ON where cuDNN is installed)");
   }
-  const std::int64_t dims[] = {d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.pad_h, d.pad_w,
-                               d.stride_h, d.stride_w, d.dil_h, d.dil_w, d.groups};
+  const std::int64_t dims[] = {d.n,        d.c,     d.h,     d.w,     d.k,
+                               d.r,        d.s,     d.pad_h, d.pad_w, d.stride_h,
+                               d.stride_w, d.dil_h, d.dil_w, d.groups};
   for (std::int64_t v : dims) {
     if (v > INT_MAX) return Support::no(Status::kNotSupported, "cuDNN takes 32-bit sizes");
   }
   // cuDNN's legacy API addresses tensors with 32-bit element offsets.
   const std::int64_t limit = INT_MAX;
   if (d.x_elems() > limit || d.w_elems() > limit || d.y_elems() > limit) {
-    return Support::no(Status::kNotSupported, "a tensor has more than 2^31-1 elements, over cuDNN's limit");
+    return Support::no(Status::kNotSupported,
+                       "a tensor has more than 2^31-1 elements, over cuDNN's limit");
   }
   if (o.pass == Pass::kBackwardFilter && o.dw_fp32 && d.dtype != DType::kF32) {
     return Support::no(Status::kNotSupported,
@@ -69,9 +71,9 @@ namespace {
                      (base ? base + 1 : file) + ":" + std::to_string(line));
 }
 
-#define FFTCONV_CUDNN_CHECK(expr)                                                         \
-  do {                                                                                    \
-    const cudnnStatus_t fftconv_st_ = (expr);                                             \
+#define FFTCONV_CUDNN_CHECK(expr)                                                                 \
+  do {                                                                                            \
+    const cudnnStatus_t fftconv_st_ = (expr);                                                     \
     if (fftconv_st_ != CUDNN_STATUS_SUCCESS) throw_cudnn(fftconv_st_, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -80,12 +82,13 @@ namespace {
 const std::vector<const char*>& algo_names(Pass pass) {
   static const std::vector<const char*> fwd = {
       "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
-      "WINOGRAD", "WINOGRAD_NONFUSED"};
+      "WINOGRAD",      "WINOGRAD_NONFUSED"};
   static const std::vector<const char*> dgrad = {"ALGO_0",     "ALGO_1",   "FFT",
                                                  "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
-  static const std::vector<const char*> wgrad = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3",
-                                                 "",       "WINOGRAD_NONFUSED", "FFT_TILING"};
-  static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6 &&
+  static const std::vector<const char*> wgrad = {
+      "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "", "WINOGRAD_NONFUSED", "FFT_TILING"};
+  static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8 &&
+                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6 &&
                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT == 7,
                 "cuDNN's algorithm lists changed");
   return pass == Pass::kForward ? fwd : pass == Pass::kBackwardData ? dgrad : wgrad;
@@ -98,19 +101,27 @@ const char* algo_name(Pass pass, int algo) {
 
 const char* math_name(cudnnMathType_t m) {
   switch (m) {
-    case CUDNN_DEFAULT_MATH: return "default";
-    case CUDNN_TENSOR_OP_MATH: return "tensor_op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor_op_conv";
-    case CUDNN_FMA_MATH: return "fma";
-    default: return "unknown";
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor_op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor_op_conv";
+    case CUDNN_FMA_MATH:
+      return "fma";
+    default:
+      return "unknown";
   }
 }
 
 cudnnDataType_t cudnn_dtype(DType t) {
   switch (t) {
-    case DType::kF16: return CUDNN_DATA_HALF;
-    case DType::kBF16: return CUDNN_DATA_BFLOAT16;
-    case DType::kF32: break;
+    case DType::kF16:
+      return CUDNN_DATA_HALF;
+    case DType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::kF32:
+      break;
   }
   return CUDNN_DATA_FLOAT;
 }
@@ -177,8 +188,8 @@ class CudnnAlgo final : public ConvAlgo {
     FFTCONV_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_desc_));
     const cudnnDataType_t dt = cudnn_dtype(d.dtype);
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
-    FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, dt, i(d.n), i(d.c),
-                                                   i(d.h), i(d.w)));
+    FFTCONV_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, dt, i(d.n), i(d.c), i(d.h), i(d.w)));
     FFTCONV_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, dt, CUDNN_TENSOR_NCHW, i(d.k),
                                                    i(d.c_per_group()), i(d.r), i(d.s)));
     FFTCONV_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
@@ -240,8 +251,9 @@ class CudnnAlgo final : public ConvAlgo {
   // cuDNN has no transform to skip: the kept filter is a copy the plan owns.
   void set_filter(const void* w, cudaStream_t stream) override {
     if (pass_ == Pass::kBackwardFilter) {
-      throw Error(Status::kInvalidArgument,
-                  "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
+      throw Error(
+          Status::kInvalidArgument,
+          "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
     }
     const std::size_t bytes = dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems());
     if (!kept_w_) {
@@ -283,16 +295,16 @@ class CudnnAlgo final : public ConvAlgo {
     const float zero = 0.0f, one = 1.0f;
     switch (pass_) {
       case Pass::kForward:
-        FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(
-            handle_, &one, x_desc_, a.x, w_desc_, a.w, conv_desc_,
-            static_cast<cudnnConvolutionFwdAlgo_t>(algo), a.workspace, workspace_bytes, &zero,
-            y_desc_, a.out));
+        FFTCONV_CUDNN_CHECK(
+            cudnnConvolutionForward(handle_, &one, x_desc_, a.x, w_desc_, a.w, conv_desc_,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), a.workspace,
+                                    workspace_bytes, &zero, y_desc_, a.out));
         break;
       case Pass::kBackwardData:
-        FFTCONV_CUDNN_CHECK(cudnnConvolutionBackwardData(
-            handle_, &one, w_desc_, a.w, y_desc_, a.dy, conv_desc_,
-            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), a.workspace, workspace_bytes, &zero,
-            x_desc_, a.out));
+        FFTCONV_CUDNN_CHECK(
+            cudnnConvolutionBackwardData(handle_, &one, w_desc_, a.w, y_desc_, a.dy, conv_desc_,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                         a.workspace, workspace_bytes, &zero, x_desc_, a.out));
         break;
       case Pass::kBackwardFilter:
         FFTCONV_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
@@ -349,10 +361,9 @@ class CudnnAlgo final : public ConvAlgo {
                                              name + " does not support " + d_.to_string());
     }
     if (bytes > limit) {
-      throw Error(Status::kOutOfMemory, "cuDNN algorithm " + name + " needs " +
-                                            std::to_string(bytes) +
-                                            " bytes of workspace, over the limit of " +
-                                            std::to_string(limit));
+      throw Error(Status::kOutOfMemory,
+                  "cuDNN algorithm " + name + " needs " + std::to_string(bytes) +
+                      " bytes of workspace, over the limit of " + std::to_string(limit));
     }
     algo_ = algo;
     math_ = math;
@@ -499,9 +510,9 @@ class CudnnAlgo final : public ConvAlgo {
     switch (pass_) {
       case Pass::kForward: {
         cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-            handle_, x_desc_, w_desc_, conv_desc_, y_desc_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-            &returned, p));
+        FFTCONV_CUDNN_CHECK(
+            cudnnGetConvolutionForwardAlgorithm_v7(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, p));
         for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
         break;
       }
@@ -516,8 +527,8 @@ class CudnnAlgo final : public ConvAlgo {
       case Pass::kBackwardFilter: {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            handle_, x_desc_, y_desc_, conv_desc_, w_desc_,
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, p));
+            handle_, x_desc_, y_desc_, conv_desc_, w_desc_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+            &returned, p));
         for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
         break;
       }

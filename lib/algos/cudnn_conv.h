@@ -1,4 +1,5 @@
-// cuDNN convolution, every pass: the fallback for small kernels and the baseline we compare against.
+// cuDNN convolution, every pass: the fallback for small kernels and the baseline we compare
+// against.
 #pragma once
 
 #include <memory>

@@ -18,7 +18,9 @@ namespace {
 // The filter segment of the passes that read one (forward: b, backward data: b).
 bool has_filter_input(Pass pass) { return pass != Pass::kBackwardFilter; }
 
-std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+std::string mib(std::size_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
 
 std::string size_text(const FftGeometry& g) {
   return std::to_string(g.fft_h) + "x" + std::to_string(g.fft_w);
@@ -72,10 +74,10 @@ Support FftConvAlgo::can_implement(const ConvDesc& d, const Options& o, const Ff
   }
   const std::size_t need = spectrum_bytes(d, g, o.pass);
   if (need > o.workspace_limit) {
-    return Support::no(Status::kOutOfMemory,
-                       what(g) + " needs " + std::to_string(need) + " bytes (" + mib(need) +
-                           ") of spectra, over the workspace limit of " +
-                           std::to_string(o.workspace_limit) + " bytes");
+    return Support::no(Status::kOutOfMemory, what(g) + " needs " + std::to_string(need) +
+                                                 " bytes (" + mib(need) +
+                                                 ") of spectra, over the workspace limit of " +
+                                                 std::to_string(o.workspace_limit) + " bytes");
   }
   return Support::yes();
 }
@@ -88,7 +90,8 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
       planes_(spectrum_planes(d, g, o.pass)),
       gemm_(gemm_problem(d, g, o.pass)) {
   const GemmChoice choice = select_cgemm(
-      gemm_, o, key_prefix(pass_) + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
+      gemm_, o,
+      key_prefix(pass_) + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
   runner_ = make_cgemm_runner(*choice.kernel);
   gemm_reason_ = choice.reason;
   r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
@@ -155,8 +158,8 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   // 3. per-frequency GEMM of the pass (gemm_problem); m = image*tile in the forward pass.
   CgemmOperands ops;
   const auto* spec_a = reinterpret_cast<const float2*>(spec_in);
-  const auto* spec_bc = per_call_filter ? spec_a + planes_.a * g_.bins
-                                        : reinterpret_cast<const float2*>(kept_);
+  const auto* spec_bc =
+      per_call_filter ? spec_a + planes_.a * g_.bins : reinterpret_cast<const float2*>(kept_);
   // wgrad contracts A = DY (segment b) with B = X (segment a); the others A = segment a.
   ops.a = pass_ == Pass::kBackwardFilter ? spec_bc : spec_a;
   ops.b = pass_ == Pass::kBackwardFilter ? spec_a : spec_bc;

@@ -41,20 +41,19 @@ Status check_tensors(const ConvDesc& d, const TensorArg* inputs, int count, cons
     }
   }
   if (workspace_bytes < workspace_needed) {
-    return fail(Status::kWorkspaceTooSmall,
-                "workspace of " + std::to_string(workspace_bytes) + " bytes, the plan needs " +
-                    std::to_string(workspace_needed));
+    return fail(Status::kWorkspaceTooSmall, "workspace of " + std::to_string(workspace_bytes) +
+                                                " bytes, the plan needs " +
+                                                std::to_string(workspace_needed));
   }
   if (workspace_needed > 0 && !workspace) return fail(Status::kNullPointer, "workspace is null");
   if (workspace && reinterpret_cast<std::uintptr_t>(workspace) % kWorkspaceAlignment != 0) {
-    return fail(Status::kMisalignedPointer, "workspace is not aligned to " +
-                                                std::to_string(kWorkspaceAlignment) + " bytes");
+    return fail(Status::kMisalignedPointer,
+                "workspace is not aligned to " + std::to_string(kWorkspaceAlignment) + " bytes");
   }
   const Range ro = out.range();
   for (int i = 0; i < count; ++i) {
     if (inputs[i].range().overlaps(ro)) {
-      return fail(Status::kInvalidArgument,
-                  std::string(inputs[i].name) + " overlaps " + out.name);
+      return fail(Status::kInvalidArgument, std::string(inputs[i].name) + " overlaps " + out.name);
     }
   }
   if (workspace && workspace_needed > 0) {
@@ -80,16 +79,15 @@ Status fail_null(const ConvDesc& d, const std::string& why, std::string* message
 
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, bool filter_kept,
-                          std::string* message) {
+                          std::size_t workspace_needed, bool filter_kept, std::string* message) {
   if (!x) return fail_null(d, "x is null", message);
   if (!w && !filter_kept) {
     return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
   }
   if (!y) return fail_null(d, "y is null", message);
   const std::size_t es = dtype_size(d.dtype);
-  const TensorArg in[] = {{"x", x, d.x_elems(), es}, {"w", w, d.w_elems(), es},
-                          {"bias", bias, d.k, es}};
+  const TensorArg in[] = {
+      {"x", x, d.x_elems(), es}, {"w", w, d.w_elems(), es}, {"bias", bias, d.k, es}};
   return check_tensors(d, in, 3, TensorArg{"y", y, d.y_elems(), es}, workspace, workspace_bytes,
                        workspace_needed, message);
 }
@@ -105,8 +103,8 @@ Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w
   if (!dx) return fail_null(d, "dx is null", message);
   const std::size_t es = dtype_size(d.dtype);
   const TensorArg in[] = {{"dy", dy, d.y_elems(), es}, {"w", w, d.w_elems(), es}};
-  return check_tensors(d, in, 2, TensorArg{"dx", dx, d.x_elems(), es}, workspace,
-                       workspace_bytes, workspace_needed, message);
+  return check_tensors(d, in, 2, TensorArg{"dx", dx, d.x_elems(), es}, workspace, workspace_bytes,
+                       workspace_needed, message);
 }
 
 Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* dy, const void* dw,
@@ -122,8 +120,8 @@ Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* 
   }
   const std::size_t es = dtype_size(d.dtype);
   const TensorArg in[] = {{"x", x, d.x_elems(), es}, {"dy", dy, d.y_elems(), es}};
-  return check_tensors(d, in, 2, TensorArg{"dw", dw, d.w_elems(), dtype_size(dw_dtype)},
-                       workspace, workspace_bytes, workspace_needed, message);
+  return check_tensors(d, in, 2, TensorArg{"dw", dw, d.w_elems(), dtype_size(dw_dtype)}, workspace,
+                       workspace_bytes, workspace_needed, message);
 }
 
 }  // namespace fftconv::detail

@@ -63,7 +63,9 @@ Algo parse_algo(const std::string& name) { return parse_named(kAlgoNames, name, 
 const char* pass_name(Pass p) noexcept { return name_of(kPassNames, p, "unknown_pass"); }
 Pass parse_pass(const std::string& name) { return parse_named(kPassNames, name, "pass"); }
 
-const char* backend_name(Backend b) noexcept { return name_of(kBackendNames, b, "unknown_backend"); }
+const char* backend_name(Backend b) noexcept {
+  return name_of(kBackendNames, b, "unknown_backend");
+}
 Backend parse_backend(const std::string& name) {
   return parse_named(kBackendNames, name, "backend");
 }
@@ -115,7 +117,8 @@ void require_device() {
 void check_options(const Options& o) {
   const int a = static_cast<int>(o.algo);
   if (a < static_cast<int>(Algo::kAuto) || a > static_cast<int>(Algo::kFftTiled)) {
-    throw Error(Status::kInvalidArgument, "Options::algo has the invalid value " + std::to_string(a));
+    throw Error(Status::kInvalidArgument,
+                "Options::algo has the invalid value " + std::to_string(a));
   }
   const int s = static_cast<int>(o.cudnn_search);
   if (s != static_cast<int>(CudnnSearch::kFind) && s != static_cast<int>(CudnnSearch::kHeuristic)) {
@@ -124,11 +127,13 @@ void check_options(const Options& o) {
   }
   const int t = static_cast<int>(o.tuning);
   if (t < static_cast<int>(Tuning::kHeuristic) || t > static_cast<int>(Tuning::kExhaustive)) {
-    throw Error(Status::kInvalidArgument, "Options::tuning has the invalid value " + std::to_string(t));
+    throw Error(Status::kInvalidArgument,
+                "Options::tuning has the invalid value " + std::to_string(t));
   }
   const int p = static_cast<int>(o.pass);
   if (p < static_cast<int>(Pass::kForward) || p > static_cast<int>(Pass::kBackwardFilter)) {
-    throw Error(Status::kInvalidArgument, "Options::pass has the invalid value " + std::to_string(p));
+    throw Error(Status::kInvalidArgument,
+                "Options::pass has the invalid value " + std::to_string(p));
   }
   const int b = static_cast<int>(o.backend);
   if (b < static_cast<int>(Backend::kGpu) || b > static_cast<int>(Backend::kAuto)) {
@@ -298,15 +303,15 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
       std::vector<Candidate> order = {{Algo::kFft, detail::estimate_fft_us(desc, full, pass)},
                                       {Algo::kCudnn, detail::estimate_direct_us(desc, pass)}};
       if (has_tiled) {
-        order.push_back({Algo::kFftTiled,
-                         detail::estimate_fft_us(desc, tiled) * detail::kTiledOverheadFactor});
+        order.push_back(
+            {Algo::kFftTiled, detail::estimate_fft_us(desc, tiled) * detail::kTiledOverheadFactor});
       }
       std::stable_sort(order.begin(), order.end(),
                        [](const Candidate& a, const Candidate& b) { return a.us < b.us; });
       reason = "auto: estimated fft " + size_text(full.fft_h, full.fft_w) + " " +
-               estimate_text(order[0].algo == Algo::kFft ? order[0].us
+               estimate_text(order[0].algo == Algo::kFft   ? order[0].us
                              : order[1].algo == Algo::kFft ? order[1].us
-                                                            : order.back().us);
+                                                           : order.back().us);
       for (const Candidate& c : order) {
         if (c.algo == Algo::kFftTiled) {
           reason += ", tiled " + size_text(tiled.fft_h, tiled.fft_w) + " (" +
@@ -323,8 +328,8 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
             p.algo = build_cudnn(desc, options);
           } else {
             std::string size_reason;
-            const bool tune = i == 0 && (options.tuning != Tuning::kHeuristic || options.fft_h ||
-                                         options.fft_w);
+            const bool tune =
+                i == 0 && (options.tuning != Tuning::kHeuristic || options.fft_h || options.fft_w);
             detail::FftGeometry g = a == Algo::kFft ? full : tiled;
             if (tune && a == Algo::kFft) g = full_geometry(desc, options, &size_reason);
             p.algo = build_fft(desc, options, g);
@@ -337,8 +342,8 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
         }
       }
       if (!p.algo) {
-        throw Error(Status::kNotSupported, "no algorithm can run " + desc.to_string() + " (" +
-                                               reason + ")");
+        throw Error(Status::kNotSupported,
+                    "no algorithm can run " + desc.to_string() + " (" + reason + ")");
       }
       break;
     }
@@ -356,14 +361,12 @@ Plan& Plan::operator=(Plan&&) noexcept = default;
 const ConvDesc& Plan::desc() const { return impl_->desc; }
 const Options& Plan::options() const { return impl_->options; }
 const PlanInfo& Plan::info() const { return impl_->info; }
-std::size_t Plan::workspace_size() const {
-  return impl_->host ? 0 : impl_->algo->workspace_size();
-}
+std::size_t Plan::workspace_size() const { return impl_->host ? 0 : impl_->algo->workspace_size(); }
 
 std::string Plan::describe() const {
   const PlanInfo& i = impl_->info;
-  std::string s = impl_->desc.to_string() + (impl_->host ? " backend=cpu" : "") + " pass=" +
-                  pass_name(i.pass) + " algo=" + algo_name(i.algo);
+  std::string s = impl_->desc.to_string() + (impl_->host ? " backend=cpu" : "") +
+                  " pass=" + pass_name(i.pass) + " algo=" + algo_name(i.algo);
   if (i.algo == Algo::kFft) {
     s += " fft=" + size_text(i.fft_h, i.fft_w) + " gemm=" + i.gemm;
   } else if (i.algo == Algo::kFftTiled) {
@@ -428,9 +431,9 @@ void Plan::backward_filter(const void* x, const void* dy, void* dw, void* worksp
   const DType dw_dtype = impl_->options.dw_fp32 ? DType::kF32 : impl_->desc.dtype;
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st = detail::check_backward_filter_args(impl_->desc, x, dy, dw, dw_dtype, alpha,
-                                                       beta, workspace, workspace_bytes,
-                                                       workspace_size(), &why);
+  const Status st =
+      detail::check_backward_filter_args(impl_->desc, x, dy, dw, dw_dtype, alpha, beta, workspace,
+                                         workspace_bytes, workspace_size(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
   if (impl_->host) {
     impl_->host->backward_filter(static_cast<const float*>(x), static_cast<const float*>(dy),
@@ -448,14 +451,15 @@ void Plan::backward_filter(const void* x, const void* dy, void* dw, void* worksp
 }
 
 void Plan::set_filter(const void* w, cudaStream_t stream) {
-  if (!w) throw Error(Status::kNullPointer, "set_filter: w is null [" + impl_->desc.to_string() + "]");
+  if (!w)
+    throw Error(Status::kNullPointer, "set_filter: w is null [" + impl_->desc.to_string() + "]");
   if (reinterpret_cast<std::uintptr_t>(w) % dtype_size(impl_->desc.dtype) != 0) {
     throw Error(Status::kMisalignedPointer, "set_filter: w is not aligned to its elements");
   }
   if (impl_->options.pass == Pass::kBackwardFilter) {
-    throw Error(Status::kInvalidArgument,
-                "set_filter: a backward-filter plan has no filter input [" +
-                    impl_->desc.to_string() + "]");
+    throw Error(
+        Status::kInvalidArgument,
+        "set_filter: a backward-filter plan has no filter input [" + impl_->desc.to_string() + "]");
   }
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
   if (impl_->host) {

@@ -128,30 +128,29 @@ void strided_cgemm(const CgemmProblem& p, const float* a, const float* b, float*
   constexpr std::int64_t kBlock = 64;
   const float sa = p.conj_a ? -1.0f : 1.0f, sb = p.conj_b ? -1.0f : 1.0f;
   const std::int64_t macs_per_bin = p.groups * p.m * p.n * p.k;
-  parallel_for(p.bins, threads, kHostMinWorkPerThread / macs_per_bin + 1,
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t b0 = begin; b0 < end; b0 += kBlock) {
-                   const std::int64_t len = std::min(kBlock, end - b0);
-                   for (std::int64_t g = 0; g < p.groups; ++g)
-                     for (std::int64_t m = 0; m < p.m; ++m)
-                       for (std::int64_t n = 0; n < p.n; ++n) {
-                         float* __restrict cc = c + 2 * (g * p.c_g + m * p.c_m + n * p.c_n + b0);
-                         for (std::int64_t k = 0; k < p.k; ++k) {
-                           const float* __restrict aa =
-                               a + 2 * (g * p.a_g + m * p.a_m + k * p.a_k + b0);
-                           const float* __restrict bb =
-                               b + 2 * (g * p.b_g + n * p.b_n + k * p.b_k + b0);
-                           for (std::int64_t j = 0; j < len; ++j) {
-                             const float ar = aa[2 * j], ai = sa * aa[2 * j + 1];
-                             const float br = bb[2 * j], bi = sb * bb[2 * j + 1];
-                             const float re = ar * br - ai * bi, im = ar * bi + ai * br;
-                             cc[2 * j] = k == 0 ? re : cc[2 * j] + re;
-                             cc[2 * j + 1] = k == 0 ? im : cc[2 * j + 1] + im;
-                           }
-                         }
-                       }
-                 }
-               });
+  parallel_for(
+      p.bins, threads, kHostMinWorkPerThread / macs_per_bin + 1,
+      [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t b0 = begin; b0 < end; b0 += kBlock) {
+          const std::int64_t len = std::min(kBlock, end - b0);
+          for (std::int64_t g = 0; g < p.groups; ++g)
+            for (std::int64_t m = 0; m < p.m; ++m)
+              for (std::int64_t n = 0; n < p.n; ++n) {
+                float* __restrict cc = c + 2 * (g * p.c_g + m * p.c_m + n * p.c_n + b0);
+                for (std::int64_t k = 0; k < p.k; ++k) {
+                  const float* __restrict aa = a + 2 * (g * p.a_g + m * p.a_m + k * p.a_k + b0);
+                  const float* __restrict bb = b + 2 * (g * p.b_g + n * p.b_n + k * p.b_k + b0);
+                  for (std::int64_t j = 0; j < len; ++j) {
+                    const float ar = aa[2 * j], ai = sa * aa[2 * j + 1];
+                    const float br = bb[2 * j], bi = sb * bb[2 * j + 1];
+                    const float re = ar * br - ai * bi, im = ar * bi + ai * br;
+                    cc[2 * j] = k == 0 ? re : cc[2 * j] + re;
+                    cc[2 * j + 1] = k == 0 ? im : cc[2 * j + 1] + im;
+                  }
+                }
+              }
+        }
+      });
 }
 
 }  // namespace
@@ -277,8 +276,8 @@ void HostFftConv::transform_and_contract(const float* src_a, const float* src_b,
   pad_planes(src_a, planes_.a, pass_ == Pass::kBackwardData ? dy_place : x_place, g_, a_.get(),
              threads_);
   if (!kept) {
-    pad_planes(src_b, planes_.b, pass_ == Pass::kBackwardFilter ? dy_place : w_place, g_,
-               b_.get(), threads_);
+    pad_planes(src_b, planes_.b, pass_ == Pass::kBackwardFilter ? dy_place : w_place, g_, b_.get(),
+               threads_);
   }
   clock("pad");
   // 2. r2c in place.
@@ -309,8 +308,7 @@ void HostFftConv::clip(const Window& win, const float* bias, float scale, float 
                  for (std::int64_t i = begin; i < end; ++i) {
                    const std::int64_t plane = i / win.out_h, p = i - plane * win.out_h;
                    const float b = bias ? bias[plane % win.k] : 0.0f;
-                   const std::int64_t r =
-                       clip_read(p, win.stride_h, win.off_h, g_.fft_h, win.wrap);
+                   const std::int64_t r = clip_read(p, win.stride_h, win.off_h, g_.fft_h, win.wrap);
                    const float* row = r < 0 ? nullptr : src + (plane * g_.fft_h + r) * g_.pitch;
                    float* dst = out + i * win.out_w;
                    for (std::int64_t q = 0; q < win.out_w; ++q) {
@@ -384,9 +382,9 @@ void HostFftConv::fill_info(PlanInfo& info) const {
   info.fft_h = g_.fft_h;
   info.fft_w = g_.fft_w;
   info.tiles_h = info.tiles_w = 1;
-  info.gemm = pass_ != Pass::kForward                           ? "host_strided_cgemm"
+  info.gemm = pass_ != Pass::kForward                          ? "host_strided_cgemm"
               : d_.c_per_group() == 1 && d_.k_per_group() == 1 ? "host_pointwise"
-                                                                : "host_cgemm";
+                                                               : "host_cgemm";
   info.gemm_flops = gemm_.flops();
   info.gemm_min_bytes = gemm_.min_bytes();
   info.cudnn_algo.clear();

@@ -12,7 +12,6 @@ namespace fftconv::detail {
 
 namespace {
 
-
 struct PadParams {
   PadSegment seg[kMaxPadSegments];
   std::int64_t fft_h, fft_w, pitch;
@@ -30,8 +29,10 @@ constexpr int kMinChunk = 1024, kMaxChunk = 4096;
 constexpr std::int64_t kTargetBlocks = 4 * 132 * 8;
 
 int chunk_for(std::int64_t total) {
-  const std::int64_t per_block = (total / kTargetBlocks + kPadThreads - 1) / kPadThreads * kPadThreads;
-  return static_cast<int>(std::min<std::int64_t>(kMaxChunk, std::max<std::int64_t>(kMinChunk, per_block)));
+  const std::int64_t per_block =
+      (total / kTargetBlocks + kPadThreads - 1) / kPadThreads * kPadThreads;
+  return static_cast<int>(
+      std::min<std::int64_t>(kMaxChunk, std::max<std::int64_t>(kMinChunk, per_block)));
 }
 
 template <typename T>
@@ -56,8 +57,10 @@ __global__ void __launch_bounds__(kPadThreads)
       const std::int64_t si = placed_source(th, ps.off_h, pl.step_h, pl.src_h);
       if (si >= 0) {
         const T* row = src_plane + si * pl.src_w;
-        const std::int64_t s0 = tw < p.fft_w ? placed_source(tw, ps.off_w, pl.step_w, pl.src_w) : -1;
-        const std::int64_t s1 = tw + 1 < p.fft_w ? placed_source(tw + 1, ps.off_w, pl.step_w, pl.src_w) : -1;
+        const std::int64_t s0 =
+            tw < p.fft_w ? placed_source(tw, ps.off_w, pl.step_w, pl.src_w) : -1;
+        const std::int64_t s1 =
+            tw + 1 < p.fft_w ? placed_source(tw + 1, ps.off_w, pl.step_w, pl.src_w) : -1;
         if (s0 >= 0) v.x = to_float(row[s0]);
         if (s1 >= 0) v.y = to_float(row[s1]);
       }
@@ -89,7 +92,8 @@ __global__ void __launch_bounds__(kPadThreads)
           clip_plane_source(plane, a.k, g.tiles_h * g.tiles_w, th * g.tiles_w + tw);
       const std::int64_t row = clip_read(p - th * tile_h, a.stride_h, a.off_h, g.fft_h, a.wrap);
       const std::int64_t col = clip_read(q - tw * tile_w, a.stride_w, a.off_w, g.fft_w, a.wrap);
-      const float v = row >= 0 && col >= 0 ? a.src[(src_plane * g.fft_h + row) * g.pitch + col] : 0.0f;
+      const float v =
+          row >= 0 && col >= 0 ? a.src[(src_plane * g.fft_h + row) * g.pitch + col] : 0.0f;
       float out = fmaf(v, a.scale, b);
       if (kAccumulate) out = fmaf(a.beta, to_float(dst[i]), out);
       dst[i] = from_float<T>(out);
@@ -129,8 +133,12 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, 1 << 20)),
                   static_cast<unsigned>(count));
   switch (dtype) {
-    case DType::kF32: pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks); break;
-    case DType::kF16: pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks); break;
+    case DType::kF32:
+      pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
+      break;
+    case DType::kF16:
+      pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
+      break;
     case DType::kBF16:
       pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
       break;
@@ -143,12 +151,18 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   const std::int64_t per_plane = args.out_h * args.out_w;
   const int chunk = chunk_for(args.planes * per_plane);
   const int chunks = static_cast<int>((per_plane + chunk - 1) / chunk);
-  const auto grid =
-      static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
+  const auto grid = static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
   switch (dtype) {
-    case DType::kF32: clip_typed<float>(args, g, grid, chunk, chunks, stream); break;
-    case DType::kF16: clip_typed<__half>(args, g, grid, chunk, chunks, stream); break;
-    case DType::kBF16: clip_typed<__nv_bfloat16>(args, g, grid, chunk, chunks, stream); break;
+    case DType::kF32:
+      clip_typed<float>(args, g, grid, chunk, chunks, stream);
+      break;
+    case DType::kF16:
+      clip_typed<__half>(args, g, grid, chunk, chunks, stream);
+      break;
+    case DType::kBF16:
+      clip_typed<__nv_bfloat16>(args, g, grid, chunk, chunks, stream);
+      break;
   }
   FFTCONV_CHECK_LAUNCH();
 }

@@ -12,11 +12,11 @@ namespace fftconv::detail {
 
 /// One group of source planes to place into consecutive FFT planes.
 struct PadSegment {
-  const void* src;        ///< planes of src_h x src_w elements of `dtype`, contiguous
-  float* dst;             ///< first destination plane (fft_h rows of `pitch` floats)
-  std::int64_t planes;    ///< destination planes (tiles included)
-  Placement place;        ///< placement of tile 0; later tiles shift by TileMap's steps
-  TileMap map;            ///< destination plane -> source plane and tile
+  const void* src;      ///< planes of src_h x src_w elements of `dtype`, contiguous
+  float* dst;           ///< first destination plane (fft_h rows of `pitch` floats)
+  std::int64_t planes;  ///< destination planes (tiles included)
+  Placement place;      ///< placement of tile 0; later tiles shift by TileMap's steps
+  TileMap map;          ///< destination plane -> source plane and tile
 };
 
 /// Writes every element of every destination plane (zeros outside the placed source), for up to

@@ -18,9 +18,12 @@ namespace fftconv::testing {
 namespace {
 float round_to(float v, DType dtype) {
   switch (dtype) {
-    case DType::kF16: return __half2float(__float2half_rn(v));
-    case DType::kBF16: return __bfloat162float(__float2bfloat16_rn(v));
-    case DType::kF32: break;
+    case DType::kF16:
+      return __half2float(__float2half_rn(v));
+    case DType::kBF16:
+      return __bfloat162float(__float2bfloat16_rn(v));
+    case DType::kF32:
+      break;
   }
   return v;
 }
@@ -101,9 +104,12 @@ ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref) 
 
 double tolerance(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 1e-5;
-    case DType::kF16: return 2e-3;
-    case DType::kBF16: return 1e-2;
+    case DType::kF32:
+      return 1e-5;
+    case DType::kF16:
+      return 2e-3;
+    case DType::kBF16:
+      return 1e-2;
   }
   return 0.0;
 }
@@ -168,14 +174,16 @@ void DeviceBuffer::poison() {
   if (bytes_) cuda_check(cudaMemset(ptr_, 0xFF, bytes_), "poison");
 }
 
-void PrintTo(const ShapeRow& row, std::ostream* os) { *os << row.name << " " << row.desc.to_string(); }
+void PrintTo(const ShapeRow& row, std::ostream* os) {
+  *os << row.name << " " << row.desc.to_string();
+}
 
 std::vector<ShapeRow> load_shapes(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open shape suite '" + path + "'");
-  static const char* kColumns[] = {"name",     "n",        "c",     "h",     "w",      "k",
-                                   "r",        "s",        "pad_h", "pad_w", "stride_h",
-                                   "stride_w", "dil_h",    "dil_w", "groups", "dtype"};
+  static const char* kColumns[] = {"name",  "n",     "c",      "h",     "w",        "k",
+                                   "r",     "s",     "pad_h",  "pad_w", "stride_h", "stride_w",
+                                   "dil_h", "dil_w", "groups", "dtype"};
   constexpr std::size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
   std::vector<ShapeRow> rows;
   std::string line;
@@ -197,8 +205,8 @@ std::vector<ShapeRow> load_shapes(const std::string& path) {
     if (!header_seen) {
       for (std::size_t i = 0; i < kNumColumns; ++i) {
         if (cells[i] != kColumns[i]) {
-          throw std::runtime_error(where() + "header column " + std::to_string(i + 1) +
-                                   " is '" + cells[i] + "', expected '" + kColumns[i] + "'");
+          throw std::runtime_error(where() + "header column " + std::to_string(i + 1) + " is '" +
+                                   cells[i] + "', expected '" + kColumns[i] + "'");
         }
       }
       header_seen = true;
@@ -217,9 +225,20 @@ std::vector<ShapeRow> load_shapes(const std::string& path) {
     ShapeRow row;
     row.name = cells[0];
     ConvDesc& d = row.desc;
-    d.n = v[0]; d.c = v[1]; d.h = v[2]; d.w = v[3]; d.k = v[4]; d.r = v[5]; d.s = v[6];
-    d.pad_h = v[7]; d.pad_w = v[8]; d.stride_h = v[9]; d.stride_w = v[10];
-    d.dil_h = v[11]; d.dil_w = v[12]; d.groups = v[13];
+    d.n = v[0];
+    d.c = v[1];
+    d.h = v[2];
+    d.w = v[3];
+    d.k = v[4];
+    d.r = v[5];
+    d.s = v[6];
+    d.pad_h = v[7];
+    d.pad_w = v[8];
+    d.stride_h = v[9];
+    d.stride_w = v[10];
+    d.dil_h = v[11];
+    d.dil_w = v[12];
+    d.groups = v[13];
     try {
       d.dtype = parse_dtype(cells[15]);
     } catch (const std::exception& e) {
@@ -300,8 +319,8 @@ ConvDesc random_desc(std::mt19937_64& gen, const RandomDescOptions& o) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
   };
   // Sizes that stress boundaries: primes, powers of two and their neighbours, anything small.
-  static const std::int64_t kEdgeSizes[] = {1,  2,  3,  5,  7,  8,  9,  11, 13, 15, 16, 17,
-                                            23, 31, 32, 33, 37, 47, 63, 64, 65, 71, 97, 127, 128, 129};
+  static const std::int64_t kEdgeSizes[] = {1,  2,  3,  5,  7,  8,  9,  11, 13, 15, 16,  17,  23,
+                                            31, 32, 33, 37, 47, 63, 64, 65, 71, 97, 127, 128, 129};
   auto extent = [&]() {
     return pick(0, 2) ? kEdgeSizes[pick(0, sizeof(kEdgeSizes) / sizeof(kEdgeSizes[0]) - 1)]
                       : pick(1, 80);

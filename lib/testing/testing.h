@@ -26,8 +26,8 @@ std::vector<float> decode(const void* data, std::int64_t count, DType dtype);
 
 /// Accuracy of a result against the fp64 oracle.
 struct ErrorStats {
-  double rel_l2 = 0.0;    ///< ||y - ref|| / ||ref||
-  double max_err = 0.0;   ///< max |y - ref| / max |ref|
+  double rel_l2 = 0.0;         ///< ||y - ref|| / ||ref||
+  double max_err = 0.0;        ///< max |y - ref| / max |ref|
   std::int64_t nonfinite = 0;  ///< NaN/Inf elements (a poisoned, never-written output shows here)
   std::int64_t count = 0;
   bool pass(double tol) const { return nonfinite == 0 && rel_l2 <= tol && max_err <= tol; }
@@ -54,7 +54,9 @@ class DeviceBuffer {
 
   void* get() const { return ptr_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   std::size_t bytes() const { return bytes_; }
   void upload(const void* host, std::size_t bytes);
   void download(void* host, std::size_t bytes) const;

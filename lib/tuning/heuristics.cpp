@@ -35,7 +35,7 @@ constexpr int kFftLaunches = 5;  // pad, r2c, gemm, c2r, clip
 constexpr double kDirectThinFlopsPerUs = 5.0e6;
 constexpr double kDirectDenseSmallFlopsPerUs = 40.0e6;
 constexpr double kDirectDenseLargeFlopsPerUs = 20.0e6;
-constexpr std::int64_t kDenseChannels = 16;   // Cg and Kg at least this: dense rates apply
+constexpr std::int64_t kDenseChannels = 16;    // Cg and Kg at least this: dense rates apply
 constexpr std::int64_t kSmallKernelArea = 25;  // up to 5x5: Winograd / implicit-GEMM territory
 // Below about 1e5 outputs cuDNN cannot fill the GPU and its rate drops in proportion
 // (seed3_landmark_same, 9216 outputs: 0.3 TFLOP/s; seed3_cntk_valid, 32400: 4.5).
@@ -52,7 +52,6 @@ constexpr double kDirectWgradFactor = 2.0;
 // Threads wanted in flight: 132 SMs x 2048 threads is one full wave; below that, shrink tiles.
 constexpr double kMinWaves = 1.0;
 constexpr int kMaxRegTile = 8;
-
 
 double radix_factor(std::int64_t n) {
   // Weighted mean of the per-radix costs over the prime factors, times the mixing penalty.
@@ -103,9 +102,12 @@ CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g) {
 SpectrumPlanes spectrum_planes(const ConvDesc& d, const FftGeometry& g, Pass pass) {
   const std::int64_t images = d.n * g.tiles(), filters = d.k * d.c_per_group();
   switch (pass) {
-    case Pass::kBackwardData: return {d.n * d.k, filters, d.n * d.c};
-    case Pass::kBackwardFilter: return {d.n * d.c, d.n * d.k, filters};
-    case Pass::kForward: break;
+    case Pass::kBackwardData:
+      return {d.n * d.k, filters, d.n * d.c};
+    case Pass::kBackwardFilter:
+      return {d.n * d.c, d.n * d.k, filters};
+    case Pass::kForward:
+      break;
   }
   return {images * d.c, filters, images * d.k};
 }
@@ -174,8 +176,8 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass) {
   const double gemm_bytes = (planes_in + planes_out) * spec_plane;
   const double c2r_bytes = planes_out * (real_plane + spec_plane) * kFftPasses * radix;
   const double clip_bytes = out_elems * (clip_read + esize);
-  const double gemm_us = std::max(gemm_bytes / kStreamBytesPerUs,
-                                  gemm_problem(d, g, pass).flops() / kGemmFlopsPerUs);
+  const double gemm_us =
+      std::max(gemm_bytes / kStreamBytesPerUs, gemm_problem(d, g, pass).flops() / kGemmFlopsPerUs);
   return (pad_bytes + r2c_bytes + c2r_bytes + clip_bytes) / kStreamBytesPerUs + gemm_us +
          kFftLaunches * kLaunchUs;
 }
@@ -183,9 +185,9 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass) {
 double estimate_direct_us(const ConvDesc& d, Pass pass) {
   const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
   const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;
-  const double rate = !dense ? kDirectThinFlopsPerUs
+  const double rate = !dense                          ? kDirectThinFlopsPerUs
                       : d.r * d.s <= kSmallKernelArea ? kDirectDenseSmallFlopsPerUs
-                                                       : kDirectDenseLargeFlopsPerUs;
+                                                      : kDirectDenseLargeFlopsPerUs;
   const double fill = std::min(1.0, double(d.y_elems()) / kDirectFullOutputs);
   const double factor = pass == Pass::kBackwardData     ? kDirectDgradFactor
                         : pass == Pass::kBackwardFilter ? kDirectWgradFactor
@@ -244,7 +246,10 @@ const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count) {
   };
   // Large tiles reuse operands best; halve the larger side while the grid would underfill the GPU.
   while (threads(tm, tn) < want && (tm > 1 || tn > 1)) {
-    if (tm >= tn) tm /= 2; else tn /= 2;
+    if (tm >= tn)
+      tm /= 2;
+    else
+      tn /= 2;
   }
   for (const CgemmKernel& k : cgemm_kernels()) {
     if (k.family == CgemmFamily::kRegTile && k.tile_m == tm && k.tile_n == tn) return k;
@@ -258,8 +263,7 @@ AlgoEstimate compare_fft_direct(const ConvDesc& d, const FftGeometry& g) {
   e.direct_us = estimate_direct_us(d);
   e.prefer_fft = e.fft_us < e.direct_us;
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "estimated fft %.1f us vs direct %.1f us", e.fft_us,
-                e.direct_us);
+  std::snprintf(buf, sizeof(buf), "estimated fft %.1f us vs direct %.1f us", e.fft_us, e.direct_us);
   e.reason = buf;
   return e;
 }
