@@ -59,6 +59,13 @@ typedef enum fftconv_backend {
   FFTCONV_BACKEND_AUTO = 2
 } fftconv_backend_t;
 
+/* Same values as fftconv::Tuning. */
+typedef enum fftconv_tuning {
+  FFTCONV_TUNING_HEURISTIC = 0,
+  FFTCONV_TUNING_AUTOTUNE = 1,
+  FFTCONV_TUNING_EXHAUSTIVE = 2
+} fftconv_tuning_t;
+
 /* See fftconv::ConvDesc for the semantics. */
 typedef struct fftconv_conv_desc {
   int64_t n, c, h, w;
@@ -77,13 +84,20 @@ typedef struct fftconv_options {
   fftconv_pass_t pass;       /* the pass the plan computes */
   int dw_fp32;               /* backward filter with fp16/bf16 data: write dw in fp32 */
   fftconv_backend_t backend; /* where the plan runs */
+  fftconv_tuning_t tuning;   /* how the FFT path picks its GEMM tiling (and FFT size) */
+  const char* tuning_cache;  /* JSON tuning cache for autotune/exhaustive; NULL: $FFTCONV_TUNING_CACHE */
+  int64_t fft_h, fft_w;      /* FFT paths: forced FFT (or tile) size; 0, 0: chosen */
+  const char* gemm_kernel;   /* FFT path: forced GEMM tiling by name; NULL: chosen */
+  const char* cudnn_algo;    /* cuDNN path: forced algorithm by name; NULL: searched */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;
 
 /* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32. */
 fftconv_conv_desc_t fftconv_conv_desc_default(void);
-/* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype, GPU backend. */
+/* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype, GPU backend,
+   heuristic tuning, nothing forced (the strings NULL, the FFT size 0 x 0). The strings are copied
+   by fftconv_plan_create. */
 fftconv_options_t fftconv_options_default(void);
 
 /* Checks a descriptor without touching the GPU. */

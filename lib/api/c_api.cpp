@@ -24,6 +24,8 @@ static_assert(FFTCONV_PASS_BACKWARD_FILTER == static_cast<int>(fftconv::Pass::kB
               "fftconv_pass_t must match fftconv::Pass");
 static_assert(FFTCONV_BACKEND_AUTO == static_cast<int>(fftconv::Backend::kAuto),
               "fftconv_backend_t must match fftconv::Backend");
+static_assert(FFTCONV_TUNING_EXHAUSTIVE == static_cast<int>(fftconv::Tuning::kExhaustive),
+              "fftconv_tuning_t must match fftconv::Tuning");
 static_assert(FFTCONV_DTYPE_BF16 == static_cast<int>(fftconv::DType::kBF16),
               "C and C++ dtype codes out of sync");
 
@@ -95,6 +97,11 @@ fftconv_options_t fftconv_options_default(void) {
   o.pass = FFTCONV_PASS_FORWARD;
   o.dw_fp32 = 0;
   o.backend = FFTCONV_BACKEND_GPU;
+  o.tuning = FFTCONV_TUNING_HEURISTIC;
+  o.tuning_cache = nullptr;
+  o.fft_h = o.fft_w = 0;
+  o.gemm_kernel = nullptr;
+  o.cudnn_algo = nullptr;
   return o;
 }
 
@@ -131,6 +138,12 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       o.pass = static_cast<fftconv::Pass>(options->pass);
       o.dw_fp32 = options->dw_fp32 != 0;
       o.backend = static_cast<fftconv::Backend>(options->backend);
+      o.tuning = static_cast<fftconv::Tuning>(options->tuning);
+      if (options->tuning_cache) o.tuning_cache = options->tuning_cache;
+      o.fft_h = options->fft_h;
+      o.fft_w = options->fft_w;
+      if (options->gemm_kernel) o.gemm_kernel = options->gemm_kernel;
+      if (options->cudnn_algo) o.cudnn_algo = options->cudnn_algo;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

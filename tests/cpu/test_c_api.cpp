@@ -106,6 +106,25 @@ TEST(CApi, OptionsDefaultToTheForwardPass) {
   EXPECT_NE(std::string(fftconv_last_error_message()).find("Options::pass"), std::string::npos);
 }
 
+TEST(CApi, OptionStringsAndEnumsAreChecked) {
+  const fftconv_conv_desc_t d = fftconv_conv_desc_default();
+  fftconv_options_t o = fftconv_options_default();
+  EXPECT_EQ(o.tuning, FFTCONV_TUNING_HEURISTIC);
+  EXPECT_EQ(o.tuning_cache, nullptr);
+  EXPECT_EQ(o.gemm_kernel, nullptr);
+  EXPECT_EQ(o.cudnn_algo, nullptr);
+  EXPECT_EQ(o.fft_h, 0);
+  EXPECT_EQ(o.fft_w, 0);
+  fftconv_plan_t plan = nullptr;
+  o.gemm_kernel = "regtile_99x99";  // not a tiling: rejected before any device is needed
+  EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fftconv_last_error_message()).find("regtile_99x99"), std::string::npos);
+  o.gemm_kernel = nullptr;
+  o.tuning = static_cast<fftconv_tuning_t>(9);
+  EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(plan, nullptr);
+}
+
 TEST(CppApi, PlanChecksDescriptorBeforeTheDevice) {
   fftconv::ConvDesc d;
   d.h = 4; d.w = 4; d.r = 9; d.s = 1;

@@ -459,6 +459,16 @@ TEST(HostBackend, CApiRunsOnTheHost) {
   reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
   const testing::ErrorStats err = testing::compare(y, ref);
   EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32))) << err.to_string();
+  // A forced FFT size reaches the plan through the C API.
+  fftconv_options_t forced = o;
+  forced.fft_h = 40;
+  forced.fft_w = 36;
+  fftconv_plan_t sized = nullptr;
+  ASSERT_EQ(fftconv_plan_create(&sized, &cd, &forced), FFTCONV_STATUS_SUCCESS)
+      << fftconv_last_error_message();
+  EXPECT_NE(std::string(fftconv_plan_describe(sized)).find("fft=40x36"), std::string::npos)
+      << fftconv_plan_describe(sized);
+  EXPECT_EQ(fftconv_plan_destroy(sized), FFTCONV_STATUS_SUCCESS);
   // A forward plan runs the forward pass only.
   EXPECT_EQ(fftconv_backward_data(plan, y.data(), w.data(), y.data(), nullptr, 0, nullptr),
             FFTCONV_STATUS_INVALID_ARGUMENT);
