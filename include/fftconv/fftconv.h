@@ -89,6 +89,7 @@ typedef struct fftconv_options {
   int64_t fft_h, fft_w;      /* FFT paths: forced FFT (or tile) size; 0, 0: chosen */
   const char* gemm_kernel;   /* FFT path: forced GEMM tiling by name; NULL: chosen */
   const char* cudnn_algo;    /* cuDNN path: forced algorithm by name; NULL: searched */
+  int cudnn_search;          /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;

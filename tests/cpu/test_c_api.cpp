@@ -115,6 +115,7 @@ TEST(CApi, OptionStringsAndEnumsAreChecked) {
   EXPECT_EQ(o.cudnn_algo, nullptr);
   EXPECT_EQ(o.fft_h, 0);
   EXPECT_EQ(o.fft_w, 0);
+  EXPECT_EQ(o.cudnn_search, 0);
   fftconv_plan_t plan = nullptr;
   o.gemm_kernel = "regtile_99x99";  // not a tiling: rejected before any device is needed
   EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
@@ -123,6 +124,9 @@ TEST(CApi, OptionStringsAndEnumsAreChecked) {
   o.tuning = static_cast<fftconv_tuning_t>(9);
   EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(plan, nullptr);
+  o.tuning = FFTCONV_TUNING_HEURISTIC;
+  o.cudnn_search = 5;
+  EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(CppApi, PlanChecksDescriptorBeforeTheDevice) {
