@@ -164,6 +164,17 @@ Perf to_perf(const P& p) {
   return Perf{static_cast<int>(p.algo), p.status, p.time, p.memory, p.mathType};
 }
 
+// One of cuDNN's per-pass searches, search(capacity, &returned, results), as a Perf list.
+template <typename P, int kCapacity, typename Search>
+std::vector<Perf> collect(Search&& search) {
+  P results[kCapacity];
+  int returned = 0;
+  search(kCapacity, &returned, results);
+  std::vector<Perf> out;
+  for (int i = 0; i < returned; ++i) out.push_back(to_perf(results[i]));
+  return out;
+}
+
 class CudnnAlgo final : public ConvAlgo {
  public:
   CudnnAlgo(const ConvDesc& d, const Options& o) : d_(d), pass_(o.pass) {
@@ -371,59 +382,76 @@ class CudnnAlgo final : public ConvAlgo {
     search_ = "cudnn algorithm forced by options";
   }
 
+  // Random tensors of the descriptor and a search workspace, for timing algorithms at plan time.
+  struct SearchBuffers {
+    ScratchBuffer x, w, y, ws;
+    std::size_t ws_bytes;
+  };
+
+  // Whether a workspace of `bytes` fits the limit and, with the tensors, 90% of free memory.
+  bool search_fits(std::size_t bytes, std::size_t limit) const {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t tensors = dtype_size(d_.dtype) *
+                                static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
+    return bytes <= limit && tensors + bytes < free_bytes / 10 * 9;
+  }
+
+  std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes) const {
+    const std::size_t es = dtype_size(d_.dtype);
+    auto b = std::unique_ptr<SearchBuffers>(new SearchBuffers{
+        ScratchBuffer(es * d_.x_elems()), ScratchBuffer(es * d_.w_elems()),
+        ScratchBuffer(es * d_.y_elems()), ScratchBuffer(ws_bytes), ws_bytes});
+    // Random data: timing on zeros can flatter kernels.
+    launch_fill_uniform(b->x.ptr, d_.x_elems(), d_.dtype, 1, nullptr);
+    launch_fill_uniform(b->w.ptr, d_.w_elems(), d_.dtype, 2, nullptr);
+    launch_fill_uniform(b->y.ptr, d_.y_elems(), d_.dtype, 3, nullptr);
+    FFTCONV_CUDA_CHECK(cudaDeviceSynchronize());
+    return b;
+  }
+
   void find_algo(bool strict, std::size_t limit) {
     if (estimate_direct_us(d_, pass_) > kExhaustiveFindMaxUs) {
       bounded_find(strict, limit);
       return;
     }
     // Search workspace: the largest any algorithm asks for, within the limit and free memory.
-    std::size_t free_bytes = 0, total_bytes = 0;
-    FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t esize = dtype_size(d_.dtype);
-    const std::size_t tensors =
-        esize * static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
     std::size_t search_ws = 0;
     for (int a = 0; a < algo_count(); ++a) {
       std::size_t bytes = 0;
-      if (*algo_name(pass_, a) && algo_workspace(a, &bytes) && bytes <= limit &&
-          tensors + bytes < free_bytes / 10 * 9) {
+      if (*algo_name(pass_, a) && algo_workspace(a, &bytes) && search_fits(bytes, limit)) {
         search_ws = std::max(search_ws, bytes);
       }
     }
-    ScratchBuffer x(esize * d_.x_elems()), w(esize * d_.w_elems()), y(esize * d_.y_elems());
-    ScratchBuffer ws(search_ws);
-    // Random data: timing on zeros can flatter kernels.
-    launch_fill_uniform(x.ptr, d_.x_elems(), d_.dtype, 1, nullptr);
-    launch_fill_uniform(w.ptr, d_.w_elems(), d_.dtype, 2, nullptr);
-    launch_fill_uniform(y.ptr, d_.y_elems(), d_.dtype, 3, nullptr);
-    FFTCONV_CUDA_CHECK(cudaDeviceSynchronize());
-    int returned = 0;
+    const auto b = search_buffers(search_ws);
+    void* ws = b->ws.ptr;
     std::vector<Perf> perf;
     switch (pass_) {
-      case Pass::kForward: {
-        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-            handle_, x_desc_, x.ptr, w_desc_, w.ptr, conv_desc_, y_desc_, y.ptr,
-            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, p, ws.ptr, search_ws));
-        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+      case Pass::kForward:
+        perf = collect<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+            [&](int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* p) {
+              FFTCONV_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+                  handle_, x_desc_, b->x.ptr, w_desc_, b->w.ptr, conv_desc_, y_desc_, b->y.ptr, n,
+                  returned, p, ws, search_ws));
+            });
         break;
-      }
-      case Pass::kBackwardData: {
-        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            handle_, w_desc_, w.ptr, y_desc_, y.ptr, conv_desc_, x_desc_, x.ptr,
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, p, ws.ptr, search_ws));
-        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+      case Pass::kBackwardData:
+        perf = collect<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+            [&](int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* p) {
+              FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                  handle_, w_desc_, b->w.ptr, y_desc_, b->y.ptr, conv_desc_, x_desc_, b->x.ptr, n,
+                  returned, p, ws, search_ws));
+            });
         break;
-      }
-      case Pass::kBackwardFilter: {
-        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            handle_, x_desc_, x.ptr, y_desc_, y.ptr, conv_desc_, w_desc_, w.ptr,
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, p, ws.ptr, search_ws));
-        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+      case Pass::kBackwardFilter:
+        perf =
+            collect<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+                [&](int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* p) {
+                  FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                      handle_, x_desc_, b->x.ptr, y_desc_, b->y.ptr, conv_desc_, w_desc_, b->w.ptr,
+                      n, returned, p, ws, search_ws));
+                });
         break;
-      }
     }
     pick(perf, strict, limit, "find");
   }
@@ -431,30 +459,23 @@ class CudnnAlgo final : public ConvAlgo {
   // Times the heuristics' acceptable candidates once each, best first, within the budget.
   void bounded_find(bool strict, std::size_t limit) {
     std::vector<Perf> perf = heuristic_perf();
-    std::size_t free_bytes = 0, total_bytes = 0;
-    FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t esize = dtype_size(d_.dtype);
-    const std::size_t tensors =
-        esize * static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
     std::size_t search_ws = 0;
     for (const Perf& p : perf) {
-      if (acceptable(p, strict, limit) && tensors + p.memory < free_bytes / 10 * 9) {
+      if (acceptable(p, strict, limit) && search_fits(p.memory, limit)) {
         search_ws = std::max(search_ws, p.memory);
       }
     }
-    ScratchBuffer x(esize * d_.x_elems()), w(esize * d_.w_elems()), y(esize * d_.y_elems());
-    ScratchBuffer ws(search_ws);
-    launch_fill_uniform(x.ptr, d_.x_elems(), d_.dtype, 1, nullptr);
-    launch_fill_uniform(w.ptr, d_.w_elems(), d_.dtype, 2, nullptr);
-    launch_fill_uniform(y.ptr, d_.y_elems(), d_.dtype, 3, nullptr);
+    const auto b = search_buffers(search_ws);
     // The pass's operands: x (forward, backward filter), w (forward, backward data), dy = y
     // (backward); its output is the remaining tensor.
     RunArgs a;
-    a.x = x.ptr;
-    a.w = w.ptr;
-    a.dy = y.ptr;
-    a.out = pass_ == Pass::kForward ? y.ptr : pass_ == Pass::kBackwardData ? x.ptr : w.ptr;
-    a.workspace = ws.ptr;
+    a.x = b->x.ptr;
+    a.w = b->w.ptr;
+    a.dy = b->y.ptr;
+    a.out = pass_ == Pass::kForward         ? b->y.ptr
+            : pass_ == Pass::kBackwardData ? b->x.ptr
+                                           : b->w.ptr;
+    a.workspace = b->ws.ptr;
     struct Events {
       cudaEvent_t e[3] = {nullptr, nullptr, nullptr};
       Events() {
@@ -505,33 +526,30 @@ class CudnnAlgo final : public ConvAlgo {
 
   // The v7 heuristics' suggestions, with the workspace each needs.
   std::vector<Perf> heuristic_perf() {
-    int returned = 0;
     std::vector<Perf> perf;
     switch (pass_) {
-      case Pass::kForward: {
-        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(
-            cudnnGetConvolutionForwardAlgorithm_v7(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, p));
-        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+      case Pass::kForward:
+        perf = collect<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+            [&](int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* p) {
+              FFTCONV_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+                  handle_, x_desc_, w_desc_, conv_desc_, y_desc_, n, returned, p));
+            });
         break;
-      }
-      case Pass::kBackwardData: {
-        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            handle_, w_desc_, y_desc_, conv_desc_, x_desc_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-            &returned, p));
-        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+      case Pass::kBackwardData:
+        perf = collect<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+            [&](int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* p) {
+              FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                  handle_, w_desc_, y_desc_, conv_desc_, x_desc_, n, returned, p));
+            });
         break;
-      }
-      case Pass::kBackwardFilter: {
-        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            handle_, x_desc_, y_desc_, conv_desc_, w_desc_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-            &returned, p));
-        for (int i = 0; i < returned; ++i) perf.push_back(to_perf(p[i]));
+      case Pass::kBackwardFilter:
+        perf =
+            collect<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+                [&](int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* p) {
+                  FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                      handle_, x_desc_, y_desc_, conv_desc_, w_desc_, n, returned, p));
+                });
         break;
-      }
     }
     // The v7 heuristics report memory only through the workspace query.
     for (Perf& p : perf) {
