@@ -99,6 +99,8 @@ struct Plan::Impl {
   std::unique_ptr<detail::ConvAlgo> algo;
   std::unique_ptr<detail::HostConv> host;  // Backend::kCpu plans: the host engine (algo is null)
   std::mutex enqueue_mutex;
+
+  bool has_filter() const { return host ? host->has_filter() : algo->has_filter(); }
 };
 
 namespace {
@@ -385,9 +387,9 @@ void Plan::forward(const void* x, const void* w, const void* bias, void* y, void
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st = detail::check_forward_args(
-      impl_->desc, x, w, bias, y, workspace, workspace_bytes, workspace_size(),
-      impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter(), &why);
+  const Status st =
+      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
+                                 workspace_size(), impl_->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
   if (impl_->host) {
     impl_->host->forward(host_args(x, w, bias, y), nullptr);
@@ -407,9 +409,9 @@ void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspac
   require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardData, "backward_data");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st = detail::check_backward_data_args(
-      impl_->desc, dy, w, dx, workspace, workspace_bytes, workspace_size(),
-      impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter(), &why);
+  const Status st =
+      detail::check_backward_data_args(impl_->desc, dy, w, dx, workspace, workspace_bytes,
+                                       workspace_size(), impl_->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
   if (impl_->host) {
     impl_->host->backward_data(static_cast<const float*>(dy), static_cast<const float*>(w),
@@ -480,7 +482,7 @@ void Plan::clear_filter() {
 
 bool Plan::has_filter() const {
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  return impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter();
+  return impl_->has_filter();
 }
 
 std::size_t Plan::filter_bytes() const {
@@ -512,9 +514,9 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
   if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
   std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st = detail::check_forward_args(
-      impl_->desc, x, w, bias, y, workspace, workspace_bytes, workspace_size(),
-      impl_->host ? impl_->host->has_filter() : impl_->algo->has_filter(), &why);
+  const Status st =
+      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
+                                 workspace_size(), impl_->has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
   if (impl_->host) return profile_host(*impl_->host, host_args(x, w, bias, y), iters);
   detail::RunArgs args;
