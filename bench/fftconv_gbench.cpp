@@ -1,8 +1,11 @@
 // Google Benchmark suite over the shape CSVs: every row, pass and provider, timed with CUDA events.
 //
-//   fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad] [--iters N] [--warmup N]
-//                  [--benchmark_filter=REGEX] [--benchmark_out=F.json --benchmark_out_format=json]
+//   fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad] [--dtypes f32,f16,bf16]
+//                  [--iters N] [--warmup N] [--benchmark_filter=REGEX] [--benchmark_out=F.json --benchmark_out_format=json]
 //
+// --dtypes runs every row in each listed dtype (default: the CSV's dtype); a variant in another
+// dtype than its row's is named <row>_<dtype> (no suffix for f32), so landmark_batch64 in f16 is
+// the suite's landmark_batch64_f16 and runs once.
 // Benchmarks are named <case>/<pass>/<provider>; filter by case, pass or provider with
 // --benchmark_filter (e.g. '/fwd/(fftconv_auto|cudnn_fp32)$'). Providers:
 //   fftconv_auto            the engine as a user gets it (Algo::kAuto, heuristic tuning)
@@ -162,8 +165,8 @@ void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& 
 
 [[noreturn]] void usage(int code) {
   std::printf(
-      "usage: fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad] [--iters N]\n"
-      "                      [--warmup N] [--benchmark_* flags]\n"
+      "usage: fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad]\n"
+      "                      [--dtypes f32,f16,bf16] [--iters N] [--warmup N] [--benchmark_* flags]\n"
       "Benchmarks are named <case>/<pass>/<provider>; see the top of bench/fftconv_gbench.cpp.\n");
   std::exit(code);
 }
@@ -173,6 +176,7 @@ void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& 
 int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::vector<Pass> passes = {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter};
+  std::vector<DType> dtypes;
   std::vector<char*> rest;
   try {
     for (int i = 0; i < argc; ++i) {
@@ -186,6 +190,8 @@ int main(int argc, char** argv) {
         std::stringstream list(argv[++i]);
         std::string item;
         while (std::getline(list, item, ',')) passes.push_back(fftconv::parse_pass(item));
+      } else if (a == "--dtypes" && has_value) {
+        dtypes = ft::parse_dtype_list(argv[++i]);
       } else if (a == "--iters" && has_value) {
         g_iters = std::stoi(argv[++i]);
       } else if (a == "--warmup" && has_value) {
@@ -211,6 +217,7 @@ int main(int argc, char** argv) {
     for (const auto& f : files) {
       for (auto& r : ft::load_shapes(f)) rows.push_back(r);
     }
+    if (!dtypes.empty()) rows = ft::with_dtypes(rows, dtypes);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fftconv_gbench: %s\n", e.what());
     return 2;

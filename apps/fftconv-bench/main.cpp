@@ -52,6 +52,7 @@ struct Config {
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
   std::string tuning_cache;
   std::vector<Pass> passes = {Pass::kForward};
+  std::vector<fftconv::DType> dtypes;  // --dtypes: every row in each (empty: the CSV's dtype)
   std::string command;
 };
 
@@ -102,7 +103,9 @@ struct Row {
       "  --tuning MODE     heuristic (default), autotune or exhaustive GEMM choice at plan time\n"
       "  --tuning-cache F  tuning cache file for autotune/exhaustive (default $FFTCONV_TUNING_CACHE)\n"
       "  --no-cudnn        skip the cuDNN baselines\n"
-      "  --filter TEXT     only rows whose name contains TEXT\n");
+      "  --dtypes LIST     run every row in each dtype of LIST (f32,f16,bf16) instead of the\n"
+      "                    CSV's; variants are named <row>_<dtype> (no suffix for f32)\n"
+      "  --filter TEXT     only rows whose name contains TEXT (after --dtypes naming)\n");
   std::exit(code);
 }
 
@@ -174,6 +177,8 @@ Config parse_args(int argc, char** argv) {
         std::fprintf(stderr, "fftconv-bench: --pass needs at least one of fwd, dgrad, wgrad\n");
         usage(2);
       }
+    } else if (a == "--dtypes") {
+      c.dtypes = ft::parse_dtype_list(value(i));
     } else if (a == "--verify") {
       c.verify = true;
     } else if (a == "--no-cudnn") {
@@ -656,6 +661,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!cfg.dtypes.empty()) rows = ft::with_dtypes(rows, cfg.dtypes);
   if (!cfg.filter.empty()) {
     rows.erase(std::remove_if(rows.begin(), rows.end(),
                               [&](const ft::ShapeRow& r) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <ostream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -248,6 +249,37 @@ std::vector<ShapeRow> load_shapes(const std::string& path) {
   }
   if (!header_seen) throw std::runtime_error("shape suite '" + path + "' has no header line");
   return rows;
+}
+
+std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows, const std::vector<DType>& dtypes) {
+  std::vector<ShapeRow> out;
+  std::set<std::string> seen;
+  for (const ShapeRow& row : rows) {
+    std::string base = row.name;
+    for (const char* suffix : {"_f32", "_f16", "_bf16"}) {
+      const std::size_t n = std::strlen(suffix);
+      if (base.size() > n && base.compare(base.size() - n, n, suffix) == 0) {
+        base.resize(base.size() - n);
+        break;
+      }
+    }
+    for (DType t : dtypes) {
+      ShapeRow v = row;
+      v.desc.dtype = t;
+      if (t != row.desc.dtype) v.name = base + (t == DType::kF32 ? "" : std::string("_") + dtype_name(t));
+      if (seen.insert(v.desc.to_string()).second) out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<DType> parse_dtype_list(const std::string& list) {
+  std::vector<DType> out;
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) out.push_back(parse_dtype(item));
+  if (out.empty()) throw std::runtime_error("the dtype list is empty (give f32, f16 and/or bf16)");
+  return out;
 }
 
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters) {

@@ -71,6 +71,31 @@ TEST(Shapes, CommentsAndBlankLinesAreSkipped) {
   std::remove(path.c_str());
 }
 
+TEST(Shapes, WithDtypesNamesVariantsAndDropsDuplicates) {
+  const std::string path = write_temp(kHeader +
+                                      "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f32\n"
+                                      "a_f16,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f16\n"
+                                      "b_f16,2,1,8,8,1,3,3,1,1,1,1,1,1,1,f16\n");
+  const auto rows = with_dtypes(load_shapes(path), parse_dtype_list("f32,f16,bf16"));
+  std::remove(path.c_str());
+  // a, a_f16 (also the suite's own a_f16, once), a_bf16; b_f16's variants after it.
+  ASSERT_EQ(rows.size(), 6u);
+  const char* names[] = {"a", "a_f16", "a_bf16", "b", "b_f16", "b_bf16"};
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kF32, DType::kF16, DType::kBF16};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(rows[i].name, names[i]);
+    EXPECT_EQ(rows[i].desc.dtype, types[i]) << names[i];
+  }
+  EXPECT_EQ(rows[3].desc.n, 2);
+  // One dtype: every row in it, its own name where it is already in that dtype.
+  const auto f16 = with_dtypes(rows, {DType::kF16});
+  ASSERT_EQ(f16.size(), 2u);
+  EXPECT_EQ(f16[0].name, "a_f16");
+  EXPECT_EQ(f16[1].name, "b_f16");
+  EXPECT_THROW(parse_dtype_list("f32,f8"), std::exception);
+  EXPECT_THROW(parse_dtype_list(""), std::runtime_error);
+}
+
 TEST(Tensors, EncodeDecodeRoundTripsRepresentableValues) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
     const auto v = random_values(1000, 42, t);
