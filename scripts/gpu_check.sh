@@ -4,20 +4,31 @@
 # and the comparison with the recorded H200 baseline, times fftconv-blur and the landmark example
 # on the GPU and the CPU backend, and leaves logs and JSON under $OUT (default: ./gpu-out).
 #
-#   scripts/gpu_check.sh                 # every step: build test bench gbench torch report blur
+#   scripts/gpu_check.sh                 # every step: build test bench gbench torch report blur main
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
 #
 # All steps together should take about 15 minutes on an H200, estimated from partial runs (tests 5,
 # driver 4, Google Benchmark 3, PyTorch 2, blur 1): where one call is limited to 10 minutes, run
-# "build test bench" and then "gbench torch report blur" on the same machine (the build is reused).
+# "build test bench" and then "gbench torch report blur main" on the same machine (the build is
+# reused). On a machine with several GPUs, steps run side by side: in FFTCONV_GPU_STEPS, ';'
+# separates stages run one after the other and '|' separates groups of a stage, each group on its
+# own GPU (round robin), e.g. on two GPUs
+#   FFTCONV_GPU_STEPS="build; test | bench" scripts/gpu_check.sh
+#   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
+# Steps: build, test (ctest), bench (fftconv-bench --verify on every suite CSV, and suite.csv
+# again in fp16 and bf16), gbench (fftconv_gbench, one JSON per pass), torch
+# (bench/torch_baseline.py), report (bench_report and bench_compare), blur (fftconv-blur and the
+# landmark example on both backends), main (the README's main job, scripts/main_job.sh).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
 # step keeps what it wrote: the driver and torch_baseline.py write their JSON as they go),
-# FFTCONV_CTEST_ARGS, FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for suite.csv, fwd for the
-# others), FFTCONV_BENCH_OPTS (default "--verify"; e.g. add "--gemm all --stages" for the GEMM
+# FFTCONV_CTEST_ARGS, FFTCONV_BENCH_SUITES (CSV files, default data/shapes/*.csv),
+# FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for suite.csv, fwd for the others),
+# FFTCONV_BENCH_DTYPES (dtypes suite.csv runs in a second time, without the cuDNN baselines;
+# default f16,bf16; empty: none), FFTCONV_GBENCH_DTYPES (default f32,f16,bf16), FFTCONV_BENCH_OPTS (default "--verify"; e.g. add "--gemm all --stages" for the GEMM
 # sweep and stage times), FFTCONV_BENCH_ARGS (appended), FFTCONV_GBENCH_FILTER (default: Auto,
 # cuDNN best strict and TF32: every provider is --benchmark_filter=.), FFTCONV_BASELINE (JSON the
 # compare step checks against; default data/results/h200/gbench-<pass>.json, for fwd the
@@ -28,10 +39,51 @@ set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench gbench torch report blur}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench gbench torch report blur main}
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
 status=0
+
+[ -n "${FFTCONV_GPU_CHILD:-}" ] || {
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  nvcc --version 2>&1 | tail -2
+  cmake --version | head -1
+  git rev-parse HEAD 2>/dev/null || true
+  git status --porcelain 2>/dev/null | head -20 || true
+} >"$OUT/env.txt" 2>&1
+[ -n "${FFTCONV_GPU_CHILD:-}" ] || head -4 "$OUT/env.txt"
+
+# Stages (';') and parallel groups ('|'): this script once per group, each on its own GPU.
+if [[ "$STEPS" == *";"* || "$STEPS" == *"|"* ]]; then
+  self="$PWD/scripts/gpu_check.sh"
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+  [ "$ngpu" -ge 1 ] || ngpu=1
+  IFS=';' read -ra stages <<<"$STEPS"
+  s=0
+  for stage in "${stages[@]}"; do
+    IFS='|' read -ra groups <<<"$stage"
+    pids=()
+    for g in "${!groups[@]}"; do
+      log="$OUT/stage$s-group$g.log"
+      if [ "${#groups[@]}" -gt 1 ]; then
+        CUDA_VISIBLE_DEVICES=$((g % ngpu)) FFTCONV_GPU_STEPS="${groups[$g]}" OUT="$OUT" FFTCONV_GPU_CHILD=1 "$self" >"$log" 2>&1 &
+      else
+        FFTCONV_GPU_STEPS="${groups[$g]}" OUT="$OUT" FFTCONV_GPU_CHILD=1 "$self" >"$log" 2>&1 &
+      fi
+      pids+=($!)
+    done
+    for g in "${!pids[@]}"; do
+      wait "${pids[$g]}" || status=1
+      echo "== stage $s group $g (${groups[$g]# }):"
+      cat "$OUT/stage$s-group$g.log"
+    done
+    grep -q "^BUILD FAILED" "$OUT"/stage$s-group*.log && exit 1
+    s=$((s + 1))
+  done
+  echo "gpu_check status $status"
+  exit $status
+fi
 
 step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 # Runs a command under the step's limit (FFTCONV_LIMIT_<STEP>), if any.
@@ -41,15 +93,6 @@ limited() {
   if [ -n "${!var:-}" ]; then timeout "${!var}" "$@"; else "$@"; fi
 }
 
-{
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
-  nvcc --version 2>&1 | tail -2
-  cmake --version | head -1
-  git rev-parse HEAD 2>/dev/null || true
-  git status --porcelain 2>/dev/null | head -20 || true
-} >"$OUT/env.txt" 2>&1
-head -4 "$OUT/env.txt"
 
 if step build; then
   if ! { cmake -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
@@ -70,7 +113,7 @@ if step test; then
 fi
 
 if step bench; then
-  for suite in data/shapes/*.csv; do
+  for suite in ${FFTCONV_BENCH_SUITES:-data/shapes/*.csv}; do
     base=$(basename "$suite" .csv)
     # shellcheck disable=SC2086
     passes=fwd
@@ -79,12 +122,21 @@ if step bench; then
       ${FFTCONV_BENCH_OPTS:---verify} \
       --json "$OUT/bench-$base.json" ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base.txt" 2>&1 || status=1
     cat "$OUT/bench-$base.txt"
+    # The suite in the other dtypes (fp32 math inside): accuracy and the fp16/bf16 times.
+    dtypes=${FFTCONV_BENCH_DTYPES-f16,bf16}
+    if [ "$base" = suite ] && [ -n "$dtypes" ]; then
+      # shellcheck disable=SC2086
+      limited bench "$BUILD/apps/fftconv-bench" --shapes "$suite" --pass "${FFTCONV_BENCH_PASSES:-$passes}" \
+        --dtypes "$dtypes" --no-cudnn ${FFTCONV_BENCH_OPTS:---verify} --json "$OUT/bench-$base-dtypes.json" \
+        ${FFTCONV_BENCH_ARGS:-} >"$OUT/bench-$base-dtypes.txt" 2>&1 || status=1
+      cat "$OUT/bench-$base-dtypes.txt"
+    fi
   done
 fi
 if step gbench; then
   # One file per pass, so a stopped run keeps the passes it finished.
   for pass in fwd dgrad wgrad; do
-    limited gbench "$BUILD/bench/fftconv_gbench" --passes "$pass" \
+    limited gbench "$BUILD/bench/fftconv_gbench" --passes "$pass" --dtypes "${FFTCONV_GBENCH_DTYPES:-f32,f16,bf16}" \
       --benchmark_filter="${FFTCONV_GBENCH_FILTER:-/(fftconv_auto|cudnn_fp32|cudnn_tf32)/}" \
       --benchmark_out="$OUT/gbench-$pass.json" --benchmark_out_format=json \
       >"$OUT/gbench-$pass.txt" 2>&1 || status=1
@@ -139,6 +191,10 @@ if step blur; then
     "$BUILD/apps/landmark_heatmaps" --device $dev --iters 20 >"$OUT/landmarks-$dev.txt" 2>&1 || status=1
     cat "$OUT/landmarks-$dev.txt"
   done
+fi
+if step main; then
+  FFTCONV_BUILD="$BUILD" limited main scripts/main_job.sh >"$OUT/main-job.txt" 2>&1 || status=1
+  cat "$OUT/main-job.txt"
 fi
 echo "gpu_check status $status"
 exit $status
