@@ -46,6 +46,7 @@ struct Config {
   int warmup = 5;
   Algo algo = Algo::kAuto;
   std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
+  std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
   bool stages = false;
   std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
@@ -93,6 +94,8 @@ struct Row {
       "  --iters N         timed runs per measurement (median reported; default 20)\n"
       "  --warmup N        untimed runs first (default 5)\n"
       "  --algo A          engine algorithm: auto (default), fft or cudnn\n"
+      "  --cudnn-algo NAME the engine's cuDNN algorithm (with --algo cudnn; names as in\n"
+      "                    fftconv::cudnn_algo_names, e.g. ALGO_0, FFT, FFT_TILING)\n"
       "  --gemm NAME|all   FFT path: force a GEMM tiling, or (all) time every tiling and cuBLAS\n"
       "                    path on rows the engine runs through the FFT, with the heuristic's\n"
       "                    regret (its tiling's time / the best own tiling's time)\n"
@@ -203,6 +206,8 @@ Config parse_args(int argc, char** argv) {
       c.tuning = fftconv::parse_tuning(value(i));
     } else if (a == "--tuning-cache") {
       c.tuning_cache = value(i);
+    } else if (a == "--cudnn-algo") {
+      c.cudnn_algo = value(i);
     } else if (a == "--algo") {
       c.algo = fftconv::parse_algo(value(i));
     } else {
@@ -491,6 +496,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
   engine.workspace_limit = cfg.workspace_limit;
   engine.tuning = cfg.tuning;
   engine.tuning_cache = cfg.tuning_cache;
+  engine.cudnn_algo = cfg.cudnn_algo;
   if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
   if (!cfg.fft.empty() && cfg.fft != "all") {
     long long fh = 0, fw = 0;
