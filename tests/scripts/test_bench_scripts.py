@@ -277,6 +277,36 @@ class ReportTest(unittest.TestCase):
                                      "landmark_batch64", "landmark_batch64"])
         self.assertEqual(cases[4], "legacy_case")  # not in the CSV: after the CSV rows
 
+    def test_dtype_variants_take_their_rows_shape(self):
+        # fftconv_gbench --dtypes names multichannel_r45 in bf16 "multichannel_r45_bf16", and
+        # landmark_batch64 (a CSV row in f32 and in f16) in bf16 "landmark_batch64_bf16".
+        variants = {"context": {"executable": "fftconv_gbench"}, "benchmarks": [
+            {"name": n + "/fwd/fftconv_auto/iterations:1/manual_time", "run_type": "iteration",
+             "real_time": 0.5, "time_unit": "ms"}
+            for n in ("multichannel_r45_bf16", "landmark_batch64_bf16", "unknown_bf16")]}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "variants.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(variants, f)
+            md_path = os.path.join(d, "report.md")
+            p = run(REPORT, fixture("report_fftconv.json"), fixture("report_torch.json"), path,
+                    "--markdown", md_path, "--shapes", fixture("report_shapes.csv"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(md_path, encoding="utf-8") as f:
+                md = f.read()
+        row = row_of(md, "multichannel_r45_bf16", "fwd")
+        self.assertEqual(row[1], "n16c128h56w56k128r45s45p22x22u1x1d1x1g1bf16")
+        self.assertEqual(row[3], "bf16")
+        self.assertEqual(row_of(md, "landmark_batch64_bf16", "fwd")[1],
+                         "n64c1h96w96k1r45s45p22x22u1x1d1x1g1bf16")
+        self.assertEqual(row_of(md, "unknown_bf16", "fwd")[1], "–")
+        cases = [ln.split("|")[1].strip() for ln in md.splitlines()
+                 if ln.startswith("| ") and "Case" not in ln]
+        # A variant follows its CSV row; cases unknown to the CSV come last.
+        self.assertEqual(cases.index("multichannel_r45_bf16"), 1)
+        self.assertLess(cases.index("landmark_batch64_bf16"), cases.index("legacy_case"))
+        self.assertEqual(cases[-2], "unknown_bf16")
+
     def test_sources_without_paths(self):
         md = self.report()
         self.assertIn("`report_torch.json`", md)
