@@ -113,6 +113,41 @@ class LoaderTest(unittest.TestCase):
                 self.bc.load_results(bad)
 
 
+    def test_cut_off_file_keeps_its_complete_benchmarks(self):
+        # As Google Benchmark writes it (2-space indent, entries at 4), stopped by a time limit
+        # after the second entry, in the third, or before any.
+        doc = {"context": {"executable": "fftconv_gbench"},
+               "benchmarks": [entry(f"c{i}/fwd/fftconv_auto", float(i + 1)) for i in range(3)]}
+        text = json.dumps(doc, indent=2)
+        after_two = text[:text.index('"c2/fwd') - 1].rstrip().rstrip(",")
+        cuts = {"after_two.json": (after_two, 2),
+                "in_third.json": (text[:text.index('"real_time": 3.0')], 2),
+                "before_any.json": (text[:text.index('"benchmarks": [') + 15], None)}
+        with tempfile.TemporaryDirectory() as d:
+            for name, (cut, kept) in cuts.items():
+                path = os.path.join(d, name)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(cut)
+                if kept is None:  # nothing complete to keep: bad input
+                    with self.assertRaisesRegex(self.bc.InputError, "not valid JSON"):
+                        self.bc.load_results(path)
+                    continue
+                rs = self.bc.load_results(path)
+                self.assertEqual(len(rs.results), kept, name)
+                self.assertEqual(rs.results["c1/fwd/fftconv_auto"].time_ms, 2.0)
+                self.assertEqual(rs.context.get("executable"), "fftconv_gbench")
+            # The command-line tools read it too, and say so.
+            p = run(REPORT, os.path.join(d, "in_third.json"), "--markdown", "-")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("cut off", p.stderr)
+            self.assertIn("c1", p.stdout)
+            # Text that is no cut-off benchmark file is still an error.
+            bad = os.path.join(d, "bad.json")
+            with open(bad, "w", encoding="utf-8") as f:
+                f.write('{"rows": [1, 2')
+            with self.assertRaisesRegex(self.bc.InputError, "not valid JSON"):
+                self.bc.load_results(bad)
+
     def test_fftconv_bench_json(self):
         # The driver's own schema: meta + rows; rows without a pass (older files) are fwd.
         doc = {"meta": {"command": "fftconv-bench --shapes suite.csv --verify"}, "rows": [
