@@ -42,6 +42,16 @@ Support cudnn_can_implement(const ConvDesc& d, const Options& o) {
   return Support::yes();
 }
 
+bool cudnn_algo_known_slow(const ConvDesc& d, Pass pass, int algo) {
+  return pass == Pass::kBackwardData && algo == kCudnnBwdDataAlgo1 &&
+         d.h * d.w >= (std::int64_t(1) << 20) && d.r * d.s >= 1024;
+}
+
+bool cudnn_algo_inaccurate_fp32(const ConvDesc& d, Pass pass, int algo) {
+  return pass == Pass::kBackwardFilter && algo == kCudnnBwdFilterAlgo1 &&
+         d.n * d.out_h() * d.out_w() >= 16384;
+}
+
 #if !FFTCONV_WITH_CUDNN
 
 bool cudnn_available() { return false; }
@@ -154,23 +164,9 @@ constexpr float kSlowCandidateFactor = 2.0f;
 // seed1_grouped3x3_f32 (H200), over the fp32 tolerance; strict fp32 leaves them out.
 bool winograd(Pass pass, int algo) { return std::strstr(algo_name(pass, algo), "WINOGRAD"); }
 
-// Backward data ALGO_1 took over 25 s per run (it did not finish) on photo_blur_rgb_2k (2048x2048,
-// 45x45 filters, 3 groups; ALGO_0 24 ms) and did not finish on large_4k_r63 either (H200, cuDNN
-// 9.14); with it cudnnFind*AlgorithmEx and cuDNN's heuristic pick hang for minutes. Left out of
-// the searches for large planes with large filters (it stays available by name).
-// Backward filter ALGO_1 sums in an order that loses accuracy on long reductions: max error
-// 1.20e-5 of max|dw| on seed1_grouped3x3_f32, where each weight sums 65536 terms (ALGO_0 and
-// ALGO_3: 4.97e-7; H200). Auto holds the fp32 contract, so in strict fp32 it leaves ALGO_1 out
-// from 16384 terms on; the explicit cuDNN path (Algo::kCudnn, the baseline) keeps it.
-bool inaccurate_fp32(const ConvDesc& d, Pass pass, int algo) {
-  return pass == Pass::kBackwardFilter && algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 &&
-         d.n * d.out_h() * d.out_w() >= 16384;
-}
-
-bool known_slow(const ConvDesc& d, Pass pass, int algo) {
-  return pass == Pass::kBackwardData && algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 &&
-         d.h * d.w >= (std::int64_t(1) << 20) && d.r * d.s >= 1024;
-}
+static_assert(kCudnnBwdDataAlgo1 == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 &&
+                  kCudnnBwdFilterAlgo1 == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+              "cuDNN's algorithm numbering changed");
 
 // One algorithm's result from cuDNN's search, whatever the pass.
 struct Perf {
@@ -373,9 +369,9 @@ class CudnnAlgo final : public ConvAlgo {
   }
 
   bool acceptable(const Perf& p, bool strict, std::size_t limit) const {
-    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit && !known_slow(d_, pass_, p.algo) &&
+    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit && !cudnn_algo_known_slow(d_, pass_, p.algo) &&
            (!strict || (p.math == CUDNN_FMA_MATH && !winograd(pass_, p.algo) &&
-                        !(fp32_contract_ && inaccurate_fp32(d_, pass_, p.algo))));
+                        !(fp32_contract_ && cudnn_algo_inaccurate_fp32(d_, pass_, p.algo))));
   }
 
   void forced_algo(const std::string& name, cudnnMathType_t math, std::size_t limit) {
@@ -436,7 +432,7 @@ class CudnnAlgo final : public ConvAlgo {
 
   void find_algo(bool strict, std::size_t limit) {
     bool slow = false;
-    for (int a = 0; a < algo_count(); ++a) slow |= known_slow(d_, pass_, a);
+    for (int a = 0; a < algo_count(); ++a) slow |= cudnn_algo_known_slow(d_, pass_, a);
     // cudnnFind*AlgorithmEx runs every algorithm: where one is known to take minutes, the own
     // search (which leaves it out) runs instead.
     if (slow || estimate_direct_us(d_, pass_) > kExhaustiveFindMaxUs) {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "algos/cudnn_conv.h"
 #include "testing/testing.h"
 #include "tuning/heuristics.h"
 
@@ -124,6 +125,50 @@ TEST(Heuristics, DirectBackwardPassesCostMoreThanForward) {
   EXPECT_EQ(fwd, estimate_direct_us(d));
   EXPECT_GT(estimate_direct_us(d, Pass::kBackwardData), fwd);
   EXPECT_GT(estimate_direct_us(d, Pass::kBackwardFilter), estimate_direct_us(d, Pass::kBackwardData));
+}
+
+// The cuDNN algorithms the searches (and Auto) leave out, on the shapes they were measured on
+// and at their bounds.
+TEST(CudnnRules, LeftOutAlgorithmsFollowTheirMeasurements) {
+  const auto rows = suite();
+  const auto large = testing::load_shapes(std::string(FFTCONV_TEST_DATA_DIR) + "/shapes/large.csv");
+  const ConvDesc photo = row(rows, "photo_blur_rgb_2k");
+  const int algo1 = kCudnnBwdDataAlgo1;
+  // Backward data ALGO_1 on large planes with large filters: hung for minutes (H200).
+  EXPECT_TRUE(cudnn_algo_known_slow(photo, Pass::kBackwardData, algo1));
+  EXPECT_TRUE(cudnn_algo_known_slow(row(large, "large_4k_r63"), Pass::kBackwardData, algo1));
+  EXPECT_FALSE(cudnn_algo_known_slow(photo, Pass::kBackwardData, 0));
+  EXPECT_FALSE(cudnn_algo_known_slow(photo, Pass::kBackwardFilter, kCudnnBwdFilterAlgo1));
+  EXPECT_FALSE(cudnn_algo_known_slow(photo, Pass::kForward, 1));
+  for (const auto& r : rows) {  // the other rows keep it: small planes or small filters
+    if (r.name != "photo_blur_rgb_2k") {
+      EXPECT_FALSE(cudnn_algo_known_slow(r.desc, Pass::kBackwardData, algo1)) << r.name;
+    }
+  }
+  ConvDesc edge = ConvDesc::parse("n1c1h1024w1024k1r32s32p0x0u1x1d1x1g1f32");
+  EXPECT_TRUE(cudnn_algo_known_slow(edge, Pass::kBackwardData, algo1));
+  edge.w = 1023;
+  EXPECT_FALSE(cudnn_algo_known_slow(edge, Pass::kBackwardData, algo1));
+  edge.w = 1024;
+  edge.s = 31;
+  EXPECT_FALSE(cudnn_algo_known_slow(edge, Pass::kBackwardData, algo1));
+
+  // Backward filter ALGO_1 on long reductions (n * out_h * out_w terms per weight): max error
+  // 1.2e-5 on seed1_grouped3x3_f32 (65536 terms); Auto leaves it out from 16384.
+  const int wgrad1 = kCudnnBwdFilterAlgo1;
+  EXPECT_TRUE(cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"), Pass::kBackwardFilter,
+                                         wgrad1));
+  EXPECT_TRUE(cudnn_algo_inaccurate_fp32(row(rows, "strided2"), Pass::kBackwardFilter, wgrad1));
+  EXPECT_FALSE(cudnn_algo_inaccurate_fp32(row(rows, "seed3_landmark_same"), Pass::kBackwardFilter,
+                                          wgrad1));  // 9216 terms
+  EXPECT_FALSE(cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"),
+                                          Pass::kBackwardFilter, 0));
+  EXPECT_FALSE(cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"), Pass::kBackwardData,
+                                          kCudnnBwdDataAlgo1));
+  ConvDesc terms = ConvDesc::parse("n4c1h64w64k1r3s3p1x1u1x1d1x1g1f32");  // 4 * 64 * 64 = 16384
+  EXPECT_TRUE(cudnn_algo_inaccurate_fp32(terms, Pass::kBackwardFilter, wgrad1));
+  terms.h = 63;
+  EXPECT_FALSE(cudnn_algo_inaccurate_fp32(terms, Pass::kBackwardFilter, wgrad1));
 }
 
 }  // namespace
