@@ -369,7 +369,8 @@ class CudnnAlgo final : public ConvAlgo {
   }
 
   bool acceptable(const Perf& p, bool strict, std::size_t limit) const {
-    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit && !cudnn_algo_known_slow(d_, pass_, p.algo) &&
+    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit &&
+           !cudnn_algo_known_slow(d_, pass_, p.algo) &&
            (!strict || (p.math == CUDNN_FMA_MATH && !winograd(pass_, p.algo) &&
                         !(fp32_contract_ && cudnn_algo_inaccurate_fp32(d_, pass_, p.algo))));
   }
@@ -595,9 +596,11 @@ class CudnnAlgo final : public ConvAlgo {
     std::vector<Perf> out;
     std::vector<bool> seen(static_cast<std::size_t>(algo_count()), false);
     auto add = [&](Perf p) {
-      if (p.algo < 0 || p.algo >= algo_count() || seen[p.algo] || !*algo_name(pass_, p.algo)) return;
+      if (p.algo < 0 || p.algo >= algo_count() || seen[p.algo] || !*algo_name(pass_, p.algo))
+        return;
       seen[p.algo] = true;
-      p.status = algo_workspace(p.algo, &p.memory) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+      p.status =
+          algo_workspace(p.algo, &p.memory) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
       if (strict) p.math = CUDNN_FMA_MATH;
       out.push_back(p);
     };

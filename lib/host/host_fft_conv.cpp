@@ -45,7 +45,8 @@ fftwf_plan plan_many(const FftGeometry& g, std::int64_t planes, float* data, boo
   const int real_dist = static_cast<int>(g.fft_h * g.pitch);
   const int complex_dist = static_cast<int>(g.bins);
   auto* spectrum = reinterpret_cast<fftwf_complex*>(data);
-  const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | (unaligned ? FFTW_UNALIGNED : 0u);
+  const unsigned flags =
+      (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | (unaligned ? FFTW_UNALIGNED : 0u);
   std::lock_guard<std::mutex> lock(planner_mutex());
   if (init_fftw_threads()) fftwf_plan_with_nthreads(threads);
   return forward

@@ -251,7 +251,8 @@ std::vector<ShapeRow> load_shapes(const std::string& path) {
   return rows;
 }
 
-std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows, const std::vector<DType>& dtypes) {
+std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows,
+                                  const std::vector<DType>& dtypes) {
   std::vector<ShapeRow> out;
   std::set<std::string> seen;
   for (const ShapeRow& row : rows) {
@@ -266,7 +267,8 @@ std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows, const std::
     for (DType t : dtypes) {
       ShapeRow v = row;
       v.desc.dtype = t;
-      if (t != row.desc.dtype) v.name = base + (t == DType::kF32 ? "" : std::string("_") + dtype_name(t));
+      if (t != row.desc.dtype)
+        v.name = base + (t == DType::kF32 ? "" : std::string("_") + dtype_name(t));
       if (seen.insert(v.desc.to_string()).second) out.push_back(v);
     }
   }

@@ -84,7 +84,8 @@ std::vector<ShapeRow> load_shapes(const std::string& path);
 /// row's own dtype keeps its name; another is named after the row without a dtype suffix (_f32,
 /// _f16, _bf16) plus "_<dtype>" (none for f32). A variant whose descriptor is already present
 /// (landmark_batch64 in f16 when the suite has landmark_batch64_f16) appears once.
-std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows, const std::vector<DType>& dtypes);
+std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows,
+                                  const std::vector<DType>& dtypes);
 /// Parses a comma-separated dtype list ("f32,f16,bf16"); throws on an unknown or empty list.
 std::vector<DType> parse_dtype_list(const std::string& list);
 

@@ -156,13 +156,13 @@ TEST(CudnnRules, LeftOutAlgorithmsFollowTheirMeasurements) {
   // Backward filter ALGO_1 on long reductions (n * out_h * out_w terms per weight): max error
   // 1.2e-5 on seed1_grouped3x3_f32 (65536 terms); Auto leaves it out from 16384.
   const int wgrad1 = kCudnnBwdFilterAlgo1;
-  EXPECT_TRUE(cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"), Pass::kBackwardFilter,
-                                         wgrad1));
+  EXPECT_TRUE(
+      cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"), Pass::kBackwardFilter, wgrad1));
   EXPECT_TRUE(cudnn_algo_inaccurate_fp32(row(rows, "strided2"), Pass::kBackwardFilter, wgrad1));
   EXPECT_FALSE(cudnn_algo_inaccurate_fp32(row(rows, "seed3_landmark_same"), Pass::kBackwardFilter,
                                           wgrad1));  // 9216 terms
-  EXPECT_FALSE(cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"),
-                                          Pass::kBackwardFilter, 0));
+  EXPECT_FALSE(
+      cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"), Pass::kBackwardFilter, 0));
   EXPECT_FALSE(cudnn_algo_inaccurate_fp32(row(rows, "seed1_grouped3x3_f32"), Pass::kBackwardData,
                                           kCudnnBwdDataAlgo1));
   ConvDesc terms = ConvDesc::parse("n4c1h64w64k1r3s3p1x1u1x1d1x1g1f32");  // 4 * 64 * 64 = 16384

@@ -329,7 +329,8 @@ TEST(HostBackend, PlanesSplitAmongThreadsMatchOracle) {
     std::vector<float> y = poisoned(d.y_elems());
     plan.forward(p.x.data(), p.w.data(), p.bias_ptr(), y.data(), nullptr, 0, nullptr);
     EXPECT_TRUE(testing::compare(y, p.ref).pass(testing::tolerance(DType::kF32)))
-        << threads << " threads: " << testing::compare(y, p.ref).to_string() << " " << plan.describe();
+        << threads << " threads: " << testing::compare(y, p.ref).to_string() << " "
+        << plan.describe();
     plan.set_filter(p.w.data(), nullptr);
     std::vector<float> kept = poisoned(d.y_elems());
     plan.forward(p.x.data(), nullptr, p.bias_ptr(), kept.data(), nullptr, 0, nullptr);

@@ -81,7 +81,8 @@ TEST(Shapes, WithDtypesNamesVariantsAndDropsDuplicates) {
   // a, a_f16 (also the suite's own a_f16, once), a_bf16; b_f16's variants after it.
   ASSERT_EQ(rows.size(), 6u);
   const char* names[] = {"a", "a_f16", "a_bf16", "b", "b_f16", "b_bf16"};
-  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kF32, DType::kF16, DType::kBF16};
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16,
+                         DType::kF32, DType::kF16, DType::kBF16};
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(rows[i].name, names[i]);
     EXPECT_EQ(rows[i].desc.dtype, types[i]) << names[i];
