@@ -342,6 +342,15 @@ class ReportTest(unittest.TestCase):
         self.assertLess(cases.index("landmark_batch64_bf16"), cases.index("legacy_case"))
         self.assertEqual(cases[-2], "unknown_bf16")
 
+    def test_dtypes_keeps_those_cases(self):
+        md = self.report("--dtypes", "f16")
+        cases = {ln.split("|")[1].strip() for ln in md.splitlines()
+                 if ln.startswith("| ") and "Case" not in ln and "geomean" not in ln}
+        self.assertEqual(cases, {"landmark_batch64_f16"})
+        p = run(REPORT, fixture("report_fftconv.json"), "--dtypes", "f8")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--dtypes", p.stderr)
+
     def test_sources_without_paths(self):
         md = self.report()
         self.assertIn("`report_torch.json`", md)
