@@ -5,6 +5,7 @@
 
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
+#include "geometry/int_divider.h"
 #include "reference/reference.h"
 #include "tuning/heuristics.h"
 
@@ -27,6 +28,45 @@ TEST(Smooth, IsSmoothMatchesTrialDivision) {
   }
   EXPECT_FALSE(is_smooth(0));
   EXPECT_FALSE(is_smooth(-8));
+}
+
+TEST(IntDivider, MatchesDivisionOnEveryIndexRange) {
+  // Every divisor up to 2048 against every dividend up to 5000 and the top of the range.
+  for (std::uint32_t d = 1; d <= 2048; ++d) {
+    const IntDivider div(d);
+    ASSERT_EQ(div.divisor(), d);
+    for (int n = 0; n <= 5000; ++n)
+      ASSERT_EQ(div.div(n), n / static_cast<int>(d)) << n << " / " << d;
+    for (int n = 0x7fffffff; n > 0x7fffffff - 3000; --n) {
+      ASSERT_EQ(div.div(n), n / static_cast<int>(d)) << n << " / " << d;
+    }
+  }
+  // Multiples of d and their neighbours, where a rounding error would show first, for divisors
+  // of every magnitude (powers of two and their neighbours included).
+  std::mt19937_64 rng(7);
+  std::vector<std::uint32_t> divisors;
+  for (int b = 0; b < 31; ++b) {
+    const std::uint32_t p = 1u << b;
+    for (std::uint32_t d : {p - 1, p, p + 1}) {
+      if (d >= 1 && d < 0x80000000u) divisors.push_back(d);
+    }
+  }
+  for (int i = 0; i < 2000; ++i)
+    divisors.push_back(1 + static_cast<std::uint32_t>(rng() % 0x7fffffffu));
+  for (std::uint32_t d : divisors) {
+    const IntDivider div(d);
+    const int di = static_cast<int>(d);
+    for (int j = 0; j < 64; ++j) {
+      const std::int64_t q = static_cast<std::int64_t>(rng() % (0x7fffffffu / d + 1));
+      for (std::int64_t n : {q * d - 1, q * d, q * d + 1, q * d + di - 1}) {
+        if (n < 0 || n > 0x7fffffff) continue;
+        int qq = 0, rr = 0;
+        div.divmod(static_cast<int>(n), qq, rr);
+        ASSERT_EQ(qq, static_cast<int>(n / di)) << n << " / " << d;
+        ASSERT_EQ(rr, static_cast<int>(n % di)) << n << " % " << d;
+      }
+    }
+  }
 }
 
 TEST(Smooth, NextSmoothIsSmallestAtLeast) {
