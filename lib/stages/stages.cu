@@ -40,26 +40,31 @@ int chunk_for(std::int64_t total) {
       std::min<std::int64_t>(kMaxChunk, std::max<std::int64_t>(kMinChunk, per_block)));
 }
 
-// The pair of destination plane elements i (flat pair index) of a plane whose tile-0 source
-// starts at src_plane. kUnitStep: the placement's steps are 1 (x, w; only dy has the stride's
-// step), so the source index needs no division. nvcc specialised the fp32 loop on its own but
-// not the fp16/bf16 one, whose pad stage then ran 3-6% slower than fp32's (H200, --stages).
+// The source elements of pair i (flat pair index) of a destination plane whose tile-0 source
+// starts at src_plane, as stored bits (0: a zero). kUnitStep: the placement's steps are 1 (x, w;
+// only dy has the stride's step), so the source index needs no division; nvcc specialised the
+// fp32 loop on its own but not the fp16/bf16 one.
+template <typename T>
+struct RawPair {
+  raw_t<T> x, y;
+};
+
 template <typename T, bool kUnitStep>
-__device__ __forceinline__ float2 pad_pair(const PadParams& p, const Placement& pl,
-                                           const PlaneSource& ps, const T* src_plane, int i) {
+__device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const Placement& pl,
+                                               const PlaneSource& ps, const T* src_plane, int i) {
   int th = 0, pair = 0;
   p.half_w.divmod(i, th, pair);
   const int tw = 2 * pair;
   const std::int64_t step_h = kUnitStep ? 1 : pl.step_h, step_w = kUnitStep ? 1 : pl.step_w;
-  float2 v = make_float2(0.0f, 0.0f);
+  RawPair<T> v{0, 0};
   const std::int64_t si = placed_source(th, ps.off_h, step_h, pl.src_h);
   if (si >= 0) {
     const T* row = src_plane + si * pl.src_w;
     const std::int64_t s0 = tw < p.fft_w ? placed_source(tw, ps.off_w, step_w, pl.src_w) : -1;
     const std::int64_t s1 =
         tw + 1 < p.fft_w ? placed_source(tw + 1, ps.off_w, step_w, pl.src_w) : -1;
-    if (s0 >= 0) v.x = to_float(row[s0]);
-    if (s1 >= 0) v.y = to_float(row[s1]);
+    if (s0 >= 0) v.x = load_raw(row + s0);
+    if (s1 >= 0) v.y = load_raw(row + s1);
   }
   return v;
 }
@@ -69,16 +74,16 @@ __device__ __forceinline__ void pad_chunk(const PadParams& p, const Placement& p
                                           const PlaneSource& ps, const T* src_plane, float2* dst,
                                           int begin, int end) {
   for (int base = begin + static_cast<int>(threadIdx.x); base < end; base += kRound * kPadThreads) {
-    float2 v[kRound];
+    RawPair<T> v[kRound];
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
       const int i = base + u * kPadThreads;
-      v[u] = i < end ? pad_pair<T, kUnitStep>(p, pl, ps, src_plane, i) : make_float2(0.0f, 0.0f);
+      v[u] = i < end ? pad_pair<T, kUnitStep>(p, pl, ps, src_plane, i) : RawPair<T>{0, 0};
     }
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
       const int i = base + u * kPadThreads;
-      if (i < end) dst[i] = v[u];
+      if (i < end) dst[i] = make_float2(raw_to_float<T>(v[u].x), raw_to_float<T>(v[u].y));
     }
   }
 }
@@ -144,20 +149,27 @@ __global__ void __launch_bounds__(kPadThreads)
     T* dst = y + plane * per_plane;
     for (int base = begin + static_cast<int>(threadIdx.x); base < end;
          base += kRound * kPadThreads) {
-      float out[kRound];
+      // Every read of the round first (the result, and y when accumulating), then the math.
+      float v[kRound];
+      raw_t<T> old[kRound];
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
         const int i = base + u * kPadThreads;
-        out[u] = 0.0f;
+        v[u] = 0.0f;
+        old[u] = 0;
         if (i < end) {
-          out[u] = fmaf(clip_value(c, plane0, i), a.scale, b);
-          if (kAccumulate) out[u] = fmaf(a.beta, to_float(dst[i]), out[u]);
+          v[u] = clip_value(c, plane0, i);
+          if (kAccumulate) old[u] = load_raw(dst + i);
         }
       }
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
         const int i = base + u * kPadThreads;
-        if (i < end) dst[i] = from_float<T>(out[u]);
+        if (i < end) {
+          float out = fmaf(v[u], a.scale, b);
+          if (kAccumulate) out = fmaf(a.beta, raw_to_float<T>(old[u]), out);
+          dst[i] = from_float<T>(out);
+        }
       }
     }
   }
