@@ -53,14 +53,23 @@ FFTCONV_HD std::int64_t clip_plane_source(std::int64_t out_plane, std::int64_t k
   return (n * tiles + tile) * k + (out_plane - n * k);
 }
 
+/// The index helpers below compute in 64 bits unless a caller names a narrower type, as the
+/// device stages do inside one plane (`placed_source<int>(...)`); the type is never deduced.
+template <typename T>
+struct IndexType {
+  using type = T;
+};
+template <typename I>
+using index_t = typename IndexType<I>::type;
+
 /// Source index along one axis for FFT coordinate t, or -1 when (t) holds a zero.
-FFTCONV_HD std::int64_t placed_source(std::int64_t t, std::int64_t off, std::int64_t step,
-                                      std::int64_t src) {
-  const std::int64_t u = t - off;
+template <typename I = std::int64_t>
+FFTCONV_HD I placed_source(index_t<I> t, index_t<I> off, index_t<I> step, index_t<I> src) {
+  const I u = t - off;
   if (u < 0) return -1;
   if (step == 1) return u < src ? u : -1;
   if (u % step != 0) return -1;
-  const std::int64_t i = u / step;
+  const I i = u / step;
   return i < src ? i : -1;
 }
 
@@ -81,9 +90,10 @@ FFTCONV_HD std::int64_t clip_source(std::int64_t p, std::int64_t stride, std::in
 /// adds the linear one at u + F >= pad + F >= hi: zero. Past the period (u >= F) the true value
 /// is zero too: F < pad + in there, so F >= hi. The pad stage drops dy rows at t >= F instead of
 /// wrapping them; they only reach u >= t >= F. Backward filter reads j = r*dil < eff_k <= F.
-FFTCONV_HD std::int64_t clip_read(std::int64_t p, std::int64_t stride, std::int64_t off,
-                                  std::int64_t period, bool wrap) {
-  const std::int64_t t = off + p * stride;
+template <typename I = std::int64_t>
+FFTCONV_HD I clip_read(index_t<I> p, index_t<I> stride, index_t<I> off, index_t<I> period,
+                       bool wrap) {
+  const I t = off + p * stride;
   if (t < period) return t;
   return wrap ? t % period : -1;
 }

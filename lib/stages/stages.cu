@@ -15,7 +15,8 @@ namespace {
 
 struct PadParams {
   PadSegment seg[kMaxPadSegments];
-  std::int64_t fft_h, fft_w, pitch;
+  int fft_h, fft_w;
+  std::int64_t pitch;
   IntDivider half_w;  ///< pairs per destination row (pitch / 2)
 };
 
@@ -29,9 +30,18 @@ constexpr int kPadThreads = 256;
 // 12-14 us for 2.4 MB each; 10 us with 4). Target: about four waves of eight blocks per SM.
 constexpr int kMinChunk = 1024, kMaxChunk = 4096;
 constexpr std::int64_t kTargetBlocks = 4 * 132 * 8;
+// The stages are bound by memory latency: a full SM (2048 threads) keeps the most reads in
+// flight. 32-bit indices inside a plane keep pad and clip within the 32 registers a thread may
+// then use, without spills (ptxas -v); at 48-52 registers the fp16/bf16 pad had fewer blocks per
+// SM than fp32's and ran up to 4% slower.
+constexpr int kMinBlocksPerSm = 8;
 // Elements a thread reads before it writes any: the reads of one round are independent, so
 // their latencies overlap.
 constexpr int kRound = 4;
+
+// Whether v (>= 0) works as a 32-bit index inside a plane; fits_int: either sign.
+bool fits_index(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
+bool fits_int(std::int64_t v) { return fits_index(v < 0 ? -v : v); }
 
 int chunk_for(std::int64_t total) {
   const std::int64_t per_block =
@@ -40,7 +50,12 @@ int chunk_for(std::int64_t total) {
       std::min<std::int64_t>(kMaxChunk, std::max<std::int64_t>(kMinChunk, per_block)));
 }
 
-// The source elements of pair i (flat pair index) of a destination plane whose tile-0 source
+// Where one destination plane's source lies, in 32-bit indices (launch_pad checks they fit).
+struct PlaneSpot {
+  int off_h, off_w, step_h, step_w, src_h, src_w;
+};
+
+// The source elements of pair i (flat pair index) of a destination plane whose source plane
 // starts at src_plane, as stored bits (0: a zero). kUnitStep: the placement's steps are 1 (x, w;
 // only dy has the stride's step), so the source index needs no division; nvcc specialised the
 // fp32 loop on its own but not the fp16/bf16 one.
@@ -50,19 +65,18 @@ struct RawPair {
 };
 
 template <typename T, bool kUnitStep>
-__device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const Placement& pl,
-                                               const PlaneSource& ps, const T* src_plane, int i) {
+__device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const PlaneSpot& ps,
+                                               const T* src_plane, int i) {
   int th = 0, pair = 0;
   p.half_w.divmod(i, th, pair);
   const int tw = 2 * pair;
-  const std::int64_t step_h = kUnitStep ? 1 : pl.step_h, step_w = kUnitStep ? 1 : pl.step_w;
+  const int step_h = kUnitStep ? 1 : ps.step_h, step_w = kUnitStep ? 1 : ps.step_w;
   RawPair<T> v{0, 0};
-  const std::int64_t si = placed_source(th, ps.off_h, step_h, pl.src_h);
+  const int si = placed_source<int>(th, ps.off_h, step_h, ps.src_h);
   if (si >= 0) {
-    const T* row = src_plane + si * pl.src_w;
-    const std::int64_t s0 = tw < p.fft_w ? placed_source(tw, ps.off_w, step_w, pl.src_w) : -1;
-    const std::int64_t s1 =
-        tw + 1 < p.fft_w ? placed_source(tw + 1, ps.off_w, step_w, pl.src_w) : -1;
+    const T* row = src_plane + static_cast<std::int64_t>(si) * ps.src_w;
+    const int s0 = tw < p.fft_w ? placed_source<int>(tw, ps.off_w, step_w, ps.src_w) : -1;
+    const int s1 = tw + 1 < p.fft_w ? placed_source<int>(tw + 1, ps.off_w, step_w, ps.src_w) : -1;
     if (s0 >= 0) v.x = load_raw(row + s0);
     if (s1 >= 0) v.y = load_raw(row + s1);
   }
@@ -70,15 +84,14 @@ __device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const Placeme
 }
 
 template <typename T, bool kUnitStep>
-__device__ __forceinline__ void pad_chunk(const PadParams& p, const Placement& pl,
-                                          const PlaneSource& ps, const T* src_plane, float2* dst,
-                                          int begin, int end) {
+__device__ __forceinline__ void pad_chunk(const PadParams& p, const PlaneSpot& ps,
+                                          const T* src_plane, float2* dst, int begin, int end) {
   for (int base = begin + static_cast<int>(threadIdx.x); base < end; base += kRound * kPadThreads) {
     RawPair<T> v[kRound];
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
       const int i = base + u * kPadThreads;
-      v[u] = i < end ? pad_pair<T, kUnitStep>(p, pl, ps, src_plane, i) : RawPair<T>{0, 0};
+      v[u] = i < end ? pad_pair<T, kUnitStep>(p, ps, src_plane, i) : RawPair<T>{0, 0};
     }
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
@@ -89,52 +102,60 @@ __device__ __forceinline__ void pad_chunk(const PadParams& p, const Placement& p
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kPadThreads)
+__global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     pad_kernel(PadParams p, int chunk, int chunks_per_plane) {
   const PadSegment& seg = p.seg[blockIdx.y];
   const T* src = static_cast<const T*>(seg.src);
   const Placement& pl = seg.place;
-  const int pairs = static_cast<int>(p.fft_h) * static_cast<int>(p.half_w.divisor());
+  const int pairs = p.fft_h * static_cast<int>(p.half_w.divisor());
   const bool unit_step = pl.step_h == 1 && pl.step_w == 1;
   for (std::int64_t block = blockIdx.x; block < seg.planes * chunks_per_plane; block += gridDim.x) {
     const std::int64_t plane = block / chunks_per_plane;
     const int begin = static_cast<int>(block - plane * chunks_per_plane) * chunk;
     const int end = min(begin + chunk, pairs);
     float2* dst = reinterpret_cast<float2*>(seg.dst + plane * p.fft_h * p.pitch);
-    const PlaneSource ps = pad_plane_source(plane, seg.map, pl.off_h, pl.off_w);
-    const T* src_plane = src + ps.plane * pl.src_h * pl.src_w;
+    const PlaneSource source = pad_plane_source(plane, seg.map, pl.off_h, pl.off_w);
+    const PlaneSpot ps{static_cast<int>(source.off_h), static_cast<int>(source.off_w),
+                       static_cast<int>(pl.step_h),    static_cast<int>(pl.step_w),
+                       static_cast<int>(pl.src_h),     static_cast<int>(pl.src_w)};
+    const T* src_plane = src + source.plane * pl.src_h * pl.src_w;
     if (unit_step) {
-      pad_chunk<T, true>(p, pl, ps, src_plane, dst, begin, end);
+      pad_chunk<T, true>(p, ps, src_plane, dst, begin, end);
     } else {
-      pad_chunk<T, false>(p, pl, ps, src_plane, dst, begin, end);
+      pad_chunk<T, false>(p, ps, src_plane, dst, begin, end);
     }
   }
 }
 
+// The clip's read window in 32-bit indices (launch_clip checks they fit).
+struct ClipWindow {
+  int stride_h, stride_w, off_h, off_w, fft_h, fft_w;
+};
+
 struct ClipParams {
   ClipArgs a;
   FftGeometry g;
+  ClipWindow win;
   IntDivider out_w, tile_h, tile_w;
 };
 
 // The unscaled value clip reads for element i of an output plane whose tile-0 result plane is
 // plane0 (0 outside the result). Result planes of later tiles are k planes apart.
 __device__ __forceinline__ float clip_value(const ClipParams& c, std::int64_t plane0, int i) {
-  const ClipArgs& a = c.a;
-  const FftGeometry& g = c.g;
+  const ClipWindow& w = c.win;
   int p = 0, q = 0, th = 0, lp = 0, tw = 0, lq = 0;
   c.out_w.divmod(i, p, q);
   c.tile_h.divmod(p, th, lp);
   c.tile_w.divmod(q, tw, lq);
-  const std::int64_t src_plane = plane0 + (th * g.tiles_w + tw) * a.k;
-  const std::int64_t row = clip_read(lp, a.stride_h, a.off_h, g.fft_h, a.wrap);
-  const std::int64_t col = clip_read(lq, a.stride_w, a.off_w, g.fft_w, a.wrap);
-  return row >= 0 && col >= 0 ? a.src[(src_plane * g.fft_h + row) * g.pitch + col] : 0.0f;
+  const std::int64_t src_plane = plane0 + (th * c.g.tiles_w + tw) * c.a.k;
+  const int row = clip_read<int>(lp, w.stride_h, w.off_h, w.fft_h, c.a.wrap);
+  const int col = clip_read<int>(lq, w.stride_w, w.off_w, w.fft_w, c.a.wrap);
+  return row >= 0 && col >= 0 ? c.a.src[(src_plane * w.fft_h + row) * c.g.pitch + col] : 0.0f;
 }
 
 // Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
 template <typename T, bool kAccumulate>
-__global__ void __launch_bounds__(kPadThreads)
+__global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     clip_kernel(ClipParams c, int chunk, int chunks_per_plane) {
   const ClipArgs& a = c.a;
   T* y = static_cast<T*>(a.y);
@@ -193,12 +214,21 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   PadParams p{};
   std::int64_t max_planes = 0, total_planes = 0;
   for (int i = 0; i < count; ++i) {
+    // Offsets of the last tile are the lowest; t - off stays below 2^31 for every t < fft.
+    const Placement& pl = segments[i].place;
+    const TileMap& m = segments[i].map;
+    const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
+    const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
+    FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) && fits_index(pl.step_h) &&
+                       fits_index(pl.step_w) && fits_int(pl.off_h) && fits_int(pl.off_w) && fits_int(low_h) && fits_int(low_w) &&
+                       fits_index(g.fft_h - low_h) && fits_index(g.fft_w - low_w),
+                   "pad placement too large for 32-bit plane indices");
     p.seg[i] = segments[i];
     max_planes = std::max(max_planes, segments[i].planes);
     total_planes += segments[i].planes;
   }
-  p.fft_h = g.fft_h;
-  p.fft_w = g.fft_w;
+  p.fft_h = static_cast<int>(g.fft_h);
+  p.fft_w = static_cast<int>(g.fft_w);
   p.pitch = g.pitch;
   p.half_w = IntDivider(static_cast<std::uint32_t>(g.pitch / 2));
   const std::int64_t pairs = g.fft_h * (g.pitch / 2);
@@ -224,7 +254,18 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   FFTCONV_ASSERT(args.out_h * args.out_w < (std::int64_t{1} << 31), "output plane too large");
   if (args.planes == 0 || args.out_h == 0 || args.out_w == 0) return;
   FFTCONV_ASSERT(g.tile_out_h >= 1 && g.tile_out_w >= 1, "clip window without outputs");
-  const ClipParams c{args, g, IntDivider(static_cast<std::uint32_t>(args.out_w)),
+  const auto last_read = [](std::int64_t out, std::int64_t stride, std::int64_t off) {
+    return off + (out - 1) * stride;
+  };
+  FFTCONV_ASSERT(fits_index(last_read(g.tile_out_h, args.stride_h, args.off_h)) &&
+                     fits_index(last_read(g.tile_out_w, args.stride_w, args.off_w)) &&
+                     fits_int(args.off_h) && fits_int(args.off_w) && fits_index(g.fft_h) &&
+                     fits_index(g.fft_w),
+                 "clip window too large for 32-bit plane indices");
+  const ClipWindow win{static_cast<int>(args.stride_h), static_cast<int>(args.stride_w),
+                       static_cast<int>(args.off_h),    static_cast<int>(args.off_w),
+                       static_cast<int>(g.fft_h),       static_cast<int>(g.fft_w)};
+  const ClipParams c{args, g, win, IntDivider(static_cast<std::uint32_t>(args.out_w)),
                      IntDivider(static_cast<std::uint32_t>(g.tile_out_h)),
                      IntDivider(static_cast<std::uint32_t>(g.tile_out_w))};
   const std::int64_t per_plane = args.out_h * args.out_w;
