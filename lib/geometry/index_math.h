@@ -35,24 +35,6 @@ struct PlaneSource {
   std::int64_t off_h, off_w;  ///< placement offsets for this tile (may be negative)
 };
 
-FFTCONV_HD PlaneSource pad_plane_source(std::int64_t dst_plane, const TileMap& m,
-                                        std::int64_t off_h, std::int64_t off_w) {
-  const std::int64_t tiles = m.tiles_h * m.tiles_w;
-  const std::int64_t image = dst_plane / (tiles * m.inner);
-  const std::int64_t rest = dst_plane - image * tiles * m.inner;
-  const std::int64_t tile = rest / m.inner;
-  const std::int64_t channel = rest - tile * m.inner;
-  const std::int64_t th = tile / m.tiles_w, tw = tile - th * m.tiles_w;
-  return PlaneSource{image * m.inner + channel, off_h - th * m.step_h, off_w - tw * m.step_w};
-}
-
-/// Result plane (of the c2r) holding output plane `out_plane` = n*k + kk at tile (th, tw).
-FFTCONV_HD std::int64_t clip_plane_source(std::int64_t out_plane, std::int64_t k,
-                                          std::int64_t tiles, std::int64_t tile) {
-  const std::int64_t n = out_plane / k;
-  return (n * tiles + tile) * k + (out_plane - n * k);
-}
-
 /// The index helpers below compute in 64 bits unless a caller names a narrower type, as the
 /// device stages do inside one plane (`placed_source<int>(...)`); the type is never deduced.
 template <typename T>
@@ -62,9 +44,42 @@ struct IndexType {
 template <typename I>
 using index_t = typename IndexType<I>::type;
 
+/// The value of a divisor: an integer, or (device stages) an IntDivider, whose overload
+/// int_divider.h adds.
+FFTCONV_HD std::int64_t divisor_value(std::int64_t d) { return d; }
+
+/// Source plane and tile offsets of destination plane dst_plane. The divisors (tiles * inner,
+/// inner, tiles_w) come as values the caller divides by: integers, or IntDividers on the device.
+template <typename I = std::int64_t, typename Div = index_t<I>>
+FFTCONV_HD PlaneSource pad_plane_source(index_t<I> dst_plane, const TileMap& m, std::int64_t off_h,
+                                        std::int64_t off_w, const Div& per_image, const Div& inner,
+                                        const Div& tiles_w) {
+  const I image = dst_plane / per_image, rest = dst_plane % per_image;
+  const I tile = rest / inner, channel = rest % inner;
+  const I th = tile / tiles_w, tw = tile % tiles_w;
+  return PlaneSource{static_cast<std::int64_t>(image) * m.inner + channel, off_h - th * m.step_h,
+                     off_w - tw * m.step_w};
+}
+
+FFTCONV_HD PlaneSource pad_plane_source(std::int64_t dst_plane, const TileMap& m,
+                                        std::int64_t off_h, std::int64_t off_w) {
+  return pad_plane_source(dst_plane, m, off_h, off_w, m.tiles_h * m.tiles_w * m.inner, m.inner,
+                          m.tiles_w);
+}
+
+/// Result plane (of the c2r) holding output plane `out_plane` = n*k + kk at tile (th, tw); k is
+/// an integer or an IntDivider.
+template <typename I = std::int64_t, typename K = index_t<I>>
+FFTCONV_HD std::int64_t clip_plane_source(index_t<I> out_plane, const K& k, std::int64_t tiles,
+                                          std::int64_t tile) {
+  const I n = out_plane / k, kk = out_plane % k;
+  return (static_cast<std::int64_t>(n) * tiles + tile) * divisor_value(k) + kk;
+}
+
 /// Source index along one axis for FFT coordinate t, or -1 when (t) holds a zero.
-template <typename I = std::int64_t>
-FFTCONV_HD I placed_source(index_t<I> t, index_t<I> off, index_t<I> step, index_t<I> src) {
+/// step is an integer or (device stages) an IntDivider.
+template <typename I = std::int64_t, typename Step = index_t<I>>
+FFTCONV_HD I placed_source(index_t<I> t, index_t<I> off, const Step& step, index_t<I> src) {
   const I u = t - off;
   if (u < 0) return -1;
   if (step == 1) return u < src ? u : -1;

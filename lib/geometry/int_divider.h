@@ -38,6 +38,17 @@ class IntDivider {
     r = n - q * static_cast<int>(d_);
   }
 
+  // So that the index helpers of index_math.h (placed_source, pad_plane_source,
+  // clip_plane_source) take an IntDivider wherever they take an integer divisor.
+  friend FFTCONV_HD int operator/(int n, const IntDivider& d) { return d.div(n); }
+  friend FFTCONV_HD int operator%(int n, const IntDivider& d) {
+    return n - d.div(n) * static_cast<int>(d.d_);
+  }
+  friend FFTCONV_HD bool operator==(const IntDivider& d, int v) {
+    return static_cast<std::int64_t>(d.d_) == v;
+  }
+  friend FFTCONV_HD std::int64_t divisor_value(const IntDivider& d) { return d.d_; }
+
  private:
   std::uint32_t d_ = 1;
   std::uint32_t mul_ = 1u << 31;

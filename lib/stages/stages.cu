@@ -13,11 +13,19 @@ namespace fftconv::detail {
 
 namespace {
 
+// A segment's divisions: destination plane -> image, tile, channel (TileMap) and the steps.
+struct SegmentDividers {
+  IntDivider per_image, inner, tiles_w;  ///< tiles * inner, inner, tiles_w
+  IntDivider step_h, step_w;
+};
+
 struct PadParams {
   PadSegment seg[kMaxPadSegments];
+  SegmentDividers div[kMaxPadSegments];
   int fft_h, fft_w;
   std::int64_t pitch;
   IntDivider half_w;  ///< pairs per destination row (pitch / 2)
+  IntDivider chunks;  ///< chunks per plane
 };
 
 // Pad: each block writes one chunk of one destination plane as float2 pairs (the pitch is even),
@@ -39,9 +47,17 @@ constexpr int kMinBlocksPerSm = 8;
 // their latencies overlap.
 constexpr int kRound = 4;
 
+// Blocks of a launch at most; each block walks on by the grid size, with 32-bit block indices.
+constexpr std::int64_t kMaxGrid = 1 << 20;
+
 // Whether v (>= 0) works as a 32-bit index inside a plane; fits_int: either sign.
 bool fits_index(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
 bool fits_int(std::int64_t v) { return fits_index(v < 0 ? -v : v); }
+// A divider for a launch-fixed divisor the launcher has checked (1 <= d < 2^31).
+IntDivider divider(std::int64_t d) {
+  FFTCONV_ASSERT(d >= 1 && fits_index(d), "divisor out of range");
+  return IntDivider(static_cast<std::uint32_t>(d));
+}
 
 int chunk_for(std::int64_t total) {
   const std::int64_t per_block =
@@ -52,7 +68,7 @@ int chunk_for(std::int64_t total) {
 
 // Where one destination plane's source lies, in 32-bit indices (launch_pad checks they fit).
 struct PlaneSpot {
-  int off_h, off_w, step_h, step_w, src_h, src_w;
+  int off_h, off_w, src_h, src_w;
 };
 
 // The source elements of pair i (flat pair index) of a destination plane whose source plane
@@ -64,19 +80,25 @@ struct RawPair {
   raw_t<T> x, y;
 };
 
+// The source index along one axis: unit steps need no division, others divide by an IntDivider.
+template <bool kUnitStep>
+__device__ __forceinline__ int pad_source(int t, int off, const IntDivider& step, int src) {
+  return kUnitStep ? placed_source<int>(t, off, 1, src) : placed_source<int>(t, off, step, src);
+}
+
 template <typename T, bool kUnitStep>
-__device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const PlaneSpot& ps,
-                                               const T* src_plane, int i) {
+__device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const SegmentDividers& dv,
+                                               const PlaneSpot& ps, const T* src_plane, int i) {
   int th = 0, pair = 0;
   p.half_w.divmod(i, th, pair);
   const int tw = 2 * pair;
-  const int step_h = kUnitStep ? 1 : ps.step_h, step_w = kUnitStep ? 1 : ps.step_w;
   RawPair<T> v{0, 0};
-  const int si = placed_source<int>(th, ps.off_h, step_h, ps.src_h);
+  const int si = pad_source<kUnitStep>(th, ps.off_h, dv.step_h, ps.src_h);
   if (si >= 0) {
     const T* row = src_plane + static_cast<std::int64_t>(si) * ps.src_w;
-    const int s0 = tw < p.fft_w ? placed_source<int>(tw, ps.off_w, step_w, ps.src_w) : -1;
-    const int s1 = tw + 1 < p.fft_w ? placed_source<int>(tw + 1, ps.off_w, step_w, ps.src_w) : -1;
+    const int s0 = tw < p.fft_w ? pad_source<kUnitStep>(tw, ps.off_w, dv.step_w, ps.src_w) : -1;
+    const int s1 =
+        tw + 1 < p.fft_w ? pad_source<kUnitStep>(tw + 1, ps.off_w, dv.step_w, ps.src_w) : -1;
     if (s0 >= 0) v.x = load_raw(row + s0);
     if (s1 >= 0) v.y = load_raw(row + s1);
   }
@@ -84,14 +106,15 @@ __device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const PlaneSp
 }
 
 template <typename T, bool kUnitStep>
-__device__ __forceinline__ void pad_chunk(const PadParams& p, const PlaneSpot& ps,
-                                          const T* src_plane, float2* dst, int begin, int end) {
+__device__ __forceinline__ void pad_chunk(const PadParams& p, const SegmentDividers& dv,
+                                          const PlaneSpot& ps, const T* src_plane, float2* dst,
+                                          int begin, int end) {
   for (int base = begin + static_cast<int>(threadIdx.x); base < end; base += kRound * kPadThreads) {
     RawPair<T> v[kRound];
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
       const int i = base + u * kPadThreads;
-      v[u] = i < end ? pad_pair<T, kUnitStep>(p, ps, src_plane, i) : RawPair<T>{0, 0};
+      v[u] = i < end ? pad_pair<T, kUnitStep>(p, dv, ps, src_plane, i) : RawPair<T>{0, 0};
     }
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
@@ -102,27 +125,31 @@ __device__ __forceinline__ void pad_chunk(const PadParams& p, const PlaneSpot& p
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
-    pad_kernel(PadParams p, int chunk, int chunks_per_plane) {
+__global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadParams p, int chunk) {
   const PadSegment& seg = p.seg[blockIdx.y];
+  const SegmentDividers& dv = p.div[blockIdx.y];
   const T* src = static_cast<const T*>(seg.src);
   const Placement& pl = seg.place;
   const int pairs = p.fft_h * static_cast<int>(p.half_w.divisor());
   const bool unit_step = pl.step_h == 1 && pl.step_w == 1;
-  for (std::int64_t block = blockIdx.x; block < seg.planes * chunks_per_plane; block += gridDim.x) {
-    const std::int64_t plane = block / chunks_per_plane;
-    const int begin = static_cast<int>(block - plane * chunks_per_plane) * chunk;
+  // launch_pad checks that planes * chunks fits in 32 bits.
+  const int blocks = static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
+  for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
+    int plane = 0, part = 0;
+    p.chunks.divmod(block, plane, part);
+    const int begin = part * chunk;
     const int end = min(begin + chunk, pairs);
-    float2* dst = reinterpret_cast<float2*>(seg.dst + plane * p.fft_h * p.pitch);
-    const PlaneSource source = pad_plane_source(plane, seg.map, pl.off_h, pl.off_w);
+    float2* dst =
+        reinterpret_cast<float2*>(seg.dst + static_cast<std::int64_t>(plane) * p.fft_h * p.pitch);
+    const PlaneSource source = pad_plane_source<int>(plane, seg.map, pl.off_h, pl.off_w,
+                                                     dv.per_image, dv.inner, dv.tiles_w);
     const PlaneSpot ps{static_cast<int>(source.off_h), static_cast<int>(source.off_w),
-                       static_cast<int>(pl.step_h),    static_cast<int>(pl.step_w),
-                       static_cast<int>(pl.src_h),     static_cast<int>(pl.src_w)};
+                       static_cast<int>(pl.src_h), static_cast<int>(pl.src_w)};
     const T* src_plane = src + source.plane * pl.src_h * pl.src_w;
     if (unit_step) {
-      pad_chunk<T, true>(p, ps, src_plane, dst, begin, end);
+      pad_chunk<T, true>(p, dv, ps, src_plane, dst, begin, end);
     } else {
-      pad_chunk<T, false>(p, ps, src_plane, dst, begin, end);
+      pad_chunk<T, false>(p, dv, ps, src_plane, dst, begin, end);
     }
   }
 }
@@ -137,6 +164,7 @@ struct ClipParams {
   FftGeometry g;
   ClipWindow win;
   IntDivider out_w, tile_h, tile_w;
+  IntDivider chunks, k;  ///< chunks per output plane; filters (output plane = n * k + kk)
 };
 
 // The unscaled value clip reads for element i of an output plane whose tile-0 result plane is
@@ -156,18 +184,21 @@ __device__ __forceinline__ float clip_value(const ClipParams& c, std::int64_t pl
 // Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
 template <typename T, bool kAccumulate>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
-    clip_kernel(ClipParams c, int chunk, int chunks_per_plane) {
+    clip_kernel(ClipParams c, int chunk) {
   const ClipArgs& a = c.a;
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
   const int per_plane = static_cast<int>(a.out_h) * static_cast<int>(c.out_w.divisor());
-  for (std::int64_t block = blockIdx.x; block < a.planes * chunks_per_plane; block += gridDim.x) {
-    const std::int64_t plane = block / chunks_per_plane;
-    const int begin = static_cast<int>(block - plane * chunks_per_plane) * chunk;
+  // launch_clip checks that planes * chunks fits in 32 bits.
+  const int blocks = static_cast<int>(a.planes) * static_cast<int>(c.chunks.divisor());
+  for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
+    int plane = 0, part = 0;
+    c.chunks.divmod(block, plane, part);
+    const int begin = part * chunk;
     const int end = min(begin + chunk, per_plane);
-    const float b = bias ? to_float(bias[plane % a.k]) : 0.0f;
-    const std::int64_t plane0 = clip_plane_source(plane, a.k, c.g.tiles_h * c.g.tiles_w, 0);
-    T* dst = y + plane * per_plane;
+    const float b = bias ? to_float(bias[plane % c.k]) : 0.0f;
+    const std::int64_t plane0 = clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0);
+    T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
     for (int base = begin + static_cast<int>(threadIdx.x); base < end;
          base += kRound * kPadThreads) {
       // Every read of the round first (the result, and y when accumulating), then the math.
@@ -197,11 +228,11 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
 }
 
 template <typename T>
-void clip_typed(const ClipParams& c, unsigned grid, int chunk, int chunks, cudaStream_t stream) {
+void clip_typed(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
   if (c.a.beta != 0.0f) {
-    clip_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(c, chunk, chunks);
+    clip_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   } else {
-    clip_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(c, chunk, chunks);
+    clip_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   }
 }
 
@@ -219,32 +250,42 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
     const TileMap& m = segments[i].map;
     const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
     const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
-    FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) && fits_index(pl.step_h) &&
-                       fits_index(pl.step_w) && fits_int(pl.off_h) && fits_int(pl.off_w) && fits_int(low_h) && fits_int(low_w) &&
-                       fits_index(g.fft_h - low_h) && fits_index(g.fft_w - low_w),
+    FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) && pl.step_h >= 1 &&
+                       pl.step_w >= 1 && fits_index(pl.step_h) && fits_index(pl.step_w) &&
+                       fits_int(pl.off_h) && fits_int(pl.off_w) && fits_int(low_h) &&
+                       fits_int(low_w) && fits_index(g.fft_h - low_h) &&
+                       fits_index(g.fft_w - low_w),
                    "pad placement too large for 32-bit plane indices");
+    FFTCONV_ASSERT(m.inner >= 1 && m.tiles_h >= 1 && m.tiles_w >= 1 &&
+                       fits_index(m.tiles_h * m.tiles_w * m.inner),
+                   "pad tile map out of range");
     p.seg[i] = segments[i];
+    p.div[i] = SegmentDividers{divider(m.tiles_h * m.tiles_w * m.inner), divider(m.inner),
+                               divider(m.tiles_w), divider(pl.step_h), divider(pl.step_w)};
     max_planes = std::max(max_planes, segments[i].planes);
     total_planes += segments[i].planes;
   }
   p.fft_h = static_cast<int>(g.fft_h);
   p.fft_w = static_cast<int>(g.fft_w);
   p.pitch = g.pitch;
-  p.half_w = IntDivider(static_cast<std::uint32_t>(g.pitch / 2));
+  p.half_w = divider(g.pitch / 2);
   const std::int64_t pairs = g.fft_h * (g.pitch / 2);
   const int chunk = chunk_for(total_planes * pairs);
   const int chunks = static_cast<int>((pairs + chunk - 1) / chunk);
-  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, 1 << 20)),
+  FFTCONV_ASSERT(fits_index(max_planes * chunks + kMaxGrid),
+                 "too many FFT planes for one pad launch");
+  p.chunks = divider(chunks);
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, kMaxGrid)),
                   static_cast<unsigned>(count));
   switch (dtype) {
     case DType::kF32:
-      pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
+      pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
     case DType::kF16:
-      pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
+      pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
     case DType::kBF16:
-      pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk, chunks);
+      pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
   }
   FFTCONV_CHECK_LAUNCH();
@@ -265,23 +306,30 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   const ClipWindow win{static_cast<int>(args.stride_h), static_cast<int>(args.stride_w),
                        static_cast<int>(args.off_h),    static_cast<int>(args.off_w),
                        static_cast<int>(g.fft_h),       static_cast<int>(g.fft_w)};
-  const ClipParams c{args, g, win, IntDivider(static_cast<std::uint32_t>(args.out_w)),
-                     IntDivider(static_cast<std::uint32_t>(g.tile_out_h)),
-                     IntDivider(static_cast<std::uint32_t>(g.tile_out_w))};
   const std::int64_t per_plane = args.out_h * args.out_w;
   const int chunk = chunk_for(args.planes * per_plane);
   const int chunks = static_cast<int>((per_plane + chunk - 1) / chunk);
+  FFTCONV_ASSERT(fits_index(args.planes * chunks + kMaxGrid) && args.k >= 1 && fits_index(args.k),
+                 "too many output planes for one clip launch");
+  const ClipParams c{args,
+                     g,
+                     win,
+                     divider(args.out_w),
+                     divider(g.tile_out_h),
+                     divider(g.tile_out_w),
+                     divider(chunks),
+                     divider(args.k)};
   const auto grid = static_cast<unsigned>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, 1 << 20)));
+      std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, kMaxGrid)));
   switch (dtype) {
     case DType::kF32:
-      clip_typed<float>(c, grid, chunk, chunks, stream);
+      clip_typed<float>(c, grid, chunk, stream);
       break;
     case DType::kF16:
-      clip_typed<__half>(c, grid, chunk, chunks, stream);
+      clip_typed<__half>(c, grid, chunk, stream);
       break;
     case DType::kBF16:
-      clip_typed<__nv_bfloat16>(c, grid, chunk, chunks, stream);
+      clip_typed<__nv_bfloat16>(c, grid, chunk, stream);
       break;
   }
   FFTCONV_CHECK_LAUNCH();

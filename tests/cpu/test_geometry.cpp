@@ -69,6 +69,49 @@ TEST(IntDivider, MatchesDivisionOnEveryIndexRange) {
   }
 }
 
+TEST(IntDivider, IndexHelpersGiveTheSameAnswersWithDividers) {
+  // The device stages call the index helpers with IntDividers and 32-bit indices.
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    TileMap m;
+    m.inner = 1 + static_cast<std::int64_t>(rng() % 70);
+    m.tiles_h = 1 + static_cast<std::int64_t>(rng() % 5);
+    m.tiles_w = 1 + static_cast<std::int64_t>(rng() % 5);
+    m.step_h = static_cast<std::int64_t>(rng() % 200);
+    m.step_w = static_cast<std::int64_t>(rng() % 200);
+    const std::int64_t per_image = m.tiles_h * m.tiles_w * m.inner;
+    const IntDivider d_image(static_cast<std::uint32_t>(per_image));
+    const IntDivider d_inner(static_cast<std::uint32_t>(m.inner));
+    const IntDivider d_tiles_w(static_cast<std::uint32_t>(m.tiles_w));
+    const std::int64_t off_h = static_cast<std::int64_t>(rng() % 40);
+    const std::int64_t off_w = static_cast<std::int64_t>(rng() % 40);
+    for (int plane = 0; plane < 3 * per_image; ++plane) {
+      const PlaneSource a = pad_plane_source(plane, m, off_h, off_w);
+      const PlaneSource b =
+          pad_plane_source<int>(plane, m, off_h, off_w, d_image, d_inner, d_tiles_w);
+      ASSERT_EQ(a.plane, b.plane) << plane;
+      ASSERT_EQ(a.off_h, b.off_h) << plane;
+      ASSERT_EQ(a.off_w, b.off_w) << plane;
+    }
+    const std::int64_t k = m.inner;
+    for (int out = 0; out < 3 * k; ++out) {
+      for (std::int64_t tile = 0; tile < m.tiles_h * m.tiles_w; ++tile) {
+        ASSERT_EQ(clip_plane_source(out, k, m.tiles_h * m.tiles_w, tile),
+                  clip_plane_source<int>(out, d_inner, m.tiles_h * m.tiles_w, tile));
+      }
+    }
+  }
+  for (int step = 1; step <= 7; ++step) {
+    const IntDivider d(static_cast<std::uint32_t>(step));
+    for (int off = -5; off <= 5; ++off) {
+      for (int t = 0; t < 200; ++t) {
+        ASSERT_EQ(placed_source(t, off, step, 20), placed_source<int>(t, off, d, 20))
+            << t << " " << off << " " << step;
+      }
+    }
+  }
+}
+
 TEST(Smooth, NextSmoothIsSmallestAtLeast) {
   for (std::int64_t n = 1; n <= 5000; ++n) {
     const std::int64_t s = next_smooth(n);
