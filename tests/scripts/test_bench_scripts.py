@@ -335,7 +335,8 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(row_of(md, "landmark_batch64_bf16", "fwd")[1],
                          "n64c1h96w96k1r45s45p22x22u1x1d1x1g1bf16")
         self.assertEqual(row_of(md, "unknown_bf16", "fwd")[1], "–")
-        cases = [ln.split("|")[1].strip() for ln in md.splitlines()
+        main_table = md.split("## fp16 and bf16 against fp32")[0]
+        cases = [ln.split("|")[1].strip() for ln in main_table.splitlines()
                  if ln.startswith("| ") and "Case" not in ln]
         # A variant follows its CSV row; cases unknown to the CSV come last.
         self.assertEqual(cases.index("multichannel_r45_bf16"), 1)
@@ -350,6 +351,29 @@ class ReportTest(unittest.TestCase):
         p = run(REPORT, fixture("report_fftconv.json"), "--dtypes", "f8")
         self.assertEqual(p.returncode, 2)
         self.assertIn("--dtypes", p.stderr)
+
+    def test_half_dtypes_against_fp32(self):
+        # The driver's --dtypes naming: a CSV row and its <row>_f16 / <row>_bf16 variants; a
+        # row named with its own dtype suffix (x_f32) pairs with x_f16.
+        rows = [("a", "f32", 1.0), ("a_f16", "f16", 0.9), ("a_bf16", "bf16", 1.1),
+                ("x_f32", "f32", 2.0), ("x_f16", "f16", 2.0), ("lone", "f32", 3.0)]
+        doc = {"meta": {"command": "fftconv-bench --dtypes f32,f16,bf16"}, "rows": [
+            {"name": n, "pass": "dgrad", "dtype": t, "engine_ms": ms} for n, t, ms in rows]}
+        with tempfile.TemporaryDirectory() as d:
+            p = run(REPORT, write_json(d, "dtypes.json", doc))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        section = p.stdout[p.stdout.index("## fp16 and bf16 against fp32"):]
+        self.assertEqual(row_of(section, "a", "dgrad")[2:],
+                         ["1.0000", "0.9000", "0.9000", "1.1000", "1.1000"])
+        self.assertEqual(row_of(section, "x_f32", "dgrad")[2:],
+                         ["2.0000", "2.0000", "1.0000", "–", "–"])
+        self.assertNotIn("| lone |", section)
+        self.assertIn("- f16: at most the fp32 time on 2 of 2 case-passes; largest ratio 1.000.",
+                      section)
+        self.assertIn("- bf16: at most the fp32 time on 0 of 1 case-passes; largest ratio 1.100.",
+                      section)
+        # Without pairs there is no such section.
+        self.assertNotIn("## fp16 and bf16", self.report("--dtypes", "f32"))
 
     def test_sources_without_paths(self):
         md = self.report()
