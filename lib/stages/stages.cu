@@ -25,14 +25,12 @@ struct PadParams {
   int fft_h, fft_w;
   std::int64_t pitch;
   IntDivider half_w;  ///< pairs per destination row (pitch / 2)
-  IntDivider pairs;   ///< pairs per destination plane
-  IntDivider chunks;  ///< chunks per plane (not flat)
+  IntDivider chunks;  ///< chunks per plane
 };
 
 // Pad: each block writes one chunk of one destination plane as float2 pairs (the pitch is even),
-// or, for planes of at most half a chunk, one chunk of consecutive planes ("flat"), with 32-bit
-// index math; whole planes of zeros and data alike are written, so the transform never sees
-// stale workspace.
+// with 32-bit index math inside the plane; whole planes of zeros and data alike are written, so
+// the transform never sees stale workspace.
 constexpr int kPadThreads = 256;
 // Elements per block, sized to the problem: 16 per thread when there is plenty of work (fewer
 // blocks, less per-block index math: multichannel_r45 pad 0.30 ms against 0.44 ms with 4), down
@@ -107,39 +105,16 @@ __device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const Segment
   return v;
 }
 
-// Where destination plane `plane` of a segment reads from: its placement and source plane.
-template <typename T>
-__device__ __forceinline__ const T* pad_locate(const PadSegment& seg, const SegmentDividers& dv,
-                                               int plane, PlaneSpot& ps) {
-  const Placement& pl = seg.place;
-  const PlaneSource source = pad_plane_source<int>(plane, seg.map, pl.off_h, pl.off_w,
-                                                   dv.per_image, dv.inner, dv.tiles_w);
-  ps = PlaneSpot{static_cast<int>(source.off_h), static_cast<int>(source.off_w),
-                 static_cast<int>(pl.src_h), static_cast<int>(pl.src_w)};
-  return static_cast<const T*>(seg.src) + source.plane * pl.src_h * pl.src_w;
-}
-
-// Pairs [begin, end) of a block. Not kFlat: pairs of one plane, whose source the block located
-// once (ps, src_plane). kFlat: pairs of the segment's flat index (plane * pairs + pair), for
-// planes smaller than a chunk, each located on its own; dst is then the segment's first plane.
-template <typename T, bool kUnitStep, bool kFlat>
-__device__ __forceinline__ void pad_chunk(const PadParams& p, const PadSegment& seg,
-                                          const SegmentDividers& dv, PlaneSpot ps,
-                                          const T* src_plane, float2* dst, int begin, int end) {
+template <typename T, bool kUnitStep>
+__device__ __forceinline__ void pad_chunk(const PadParams& p, const SegmentDividers& dv,
+                                          const PlaneSpot& ps, const T* src_plane, float2* dst,
+                                          int begin, int end) {
   for (int base = begin + static_cast<int>(threadIdx.x); base < end; base += kRound * kPadThreads) {
     RawPair<T> v[kRound];
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      int i = base + u * kPadThreads;
-      v[u] = RawPair<T>{0, 0};
-      if (i < end) {
-        if (kFlat) {
-          int plane = 0;
-          p.pairs.divmod(i, plane, i);
-          src_plane = pad_locate<T>(seg, dv, plane, ps);
-        }
-        v[u] = pad_pair<T, kUnitStep>(p, dv, ps, src_plane, i);
-      }
+      const int i = base + u * kPadThreads;
+      v[u] = i < end ? pad_pair<T, kUnitStep>(p, dv, ps, src_plane, i) : RawPair<T>{0, 0};
     }
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
@@ -149,38 +124,33 @@ __device__ __forceinline__ void pad_chunk(const PadParams& p, const PadSegment& 
   }
 }
 
-template <typename T, bool kFlat>
+template <typename T>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadParams p, int chunk) {
   const PadSegment& seg = p.seg[blockIdx.y];
   const SegmentDividers& dv = p.div[blockIdx.y];
-  const int pairs = static_cast<int>(p.pairs.divisor());
-  const bool unit_step = seg.place.step_h == 1 && seg.place.step_w == 1;
-  // launch_pad checks that these counts (and a grid's step past them) fit in 32 bits.
-  const int total = kFlat ? static_cast<int>(seg.planes) * pairs : pairs;
-  const int blocks = kFlat ? (total + chunk - 1) / chunk
-                           : static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
+  const T* src = static_cast<const T*>(seg.src);
+  const Placement& pl = seg.place;
+  const int pairs = p.fft_h * static_cast<int>(p.half_w.divisor());
+  const bool unit_step = pl.step_h == 1 && pl.step_w == 1;
+  // launch_pad checks that planes * chunks fits in 32 bits.
+  const int blocks = static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
   for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
-    int plane = 0, part = block;
-    if (!kFlat) p.chunks.divmod(block, plane, part);
+    int plane = 0, part = 0;
+    p.chunks.divmod(block, plane, part);
     const int begin = part * chunk;
-    const int end = min(begin + chunk, total);
-    float2* dst = reinterpret_cast<float2*>(seg.dst) + static_cast<std::int64_t>(plane) * pairs;
-    PlaneSpot ps{};
-    const T* src_plane = kFlat ? nullptr : pad_locate<T>(seg, dv, plane, ps);
+    const int end = min(begin + chunk, pairs);
+    float2* dst =
+        reinterpret_cast<float2*>(seg.dst + static_cast<std::int64_t>(plane) * p.fft_h * p.pitch);
+    const PlaneSource source = pad_plane_source<int>(plane, seg.map, pl.off_h, pl.off_w,
+                                                     dv.per_image, dv.inner, dv.tiles_w);
+    const PlaneSpot ps{static_cast<int>(source.off_h), static_cast<int>(source.off_w),
+                       static_cast<int>(pl.src_h), static_cast<int>(pl.src_w)};
+    const T* src_plane = src + source.plane * pl.src_h * pl.src_w;
     if (unit_step) {
-      pad_chunk<T, true, kFlat>(p, seg, dv, ps, src_plane, dst, begin, end);
+      pad_chunk<T, true>(p, dv, ps, src_plane, dst, begin, end);
     } else {
-      pad_chunk<T, false, kFlat>(p, seg, dv, ps, src_plane, dst, begin, end);
+      pad_chunk<T, false>(p, dv, ps, src_plane, dst, begin, end);
     }
-  }
-}
-
-template <typename T>
-void pad_typed(const PadParams& p, dim3 grid, int chunk, bool flat, cudaStream_t stream) {
-  if (flat) {
-    pad_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(p, chunk);
-  } else {
-    pad_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(p, chunk);
   }
 }
 
@@ -194,8 +164,7 @@ struct ClipParams {
   FftGeometry g;
   ClipWindow win;
   IntDivider out_w, tile_h, tile_w;
-  IntDivider per_plane;  ///< outputs per plane (out_h * out_w)
-  IntDivider chunks, k;  ///< chunks per output plane (not flat); filters (plane = n * k + kk)
+  IntDivider chunks, k;  ///< chunks per output plane; filters (output plane = n * k + kk)
 };
 
 // The unscaled value clip reads for element i of an output plane whose tile-0 result plane is
@@ -212,51 +181,44 @@ __device__ __forceinline__ float clip_value(const ClipParams& c, std::int64_t pl
   return row >= 0 && col >= 0 ? c.a.src[(src_plane * w.fft_h + row) * c.g.pitch + col] : 0.0f;
 }
 
-// Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane;
-// kFlat: a block per run of the flat output index (plane * per_plane + element), for planes
-// smaller than a chunk.
-template <typename T, bool kAccumulate, bool kFlat>
+// Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
+template <typename T, bool kAccumulate>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     clip_kernel(ClipParams c, int chunk) {
   const ClipArgs& a = c.a;
+  T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
-  const int per_plane = static_cast<int>(c.per_plane.divisor());
-  const std::int64_t tiles = c.g.tiles_h * c.g.tiles_w;
-  // launch_clip checks that these counts (and a grid's step past them) fit in 32 bits.
-  const int total = kFlat ? static_cast<int>(a.planes) * per_plane : per_plane;
-  const int blocks = kFlat ? (total + chunk - 1) / chunk
-                           : static_cast<int>(a.planes) * static_cast<int>(c.chunks.divisor());
+  const int per_plane = static_cast<int>(a.out_h) * static_cast<int>(c.out_w.divisor());
+  // launch_clip checks that planes * chunks fits in 32 bits.
+  const int blocks = static_cast<int>(a.planes) * static_cast<int>(c.chunks.divisor());
   for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
-    int block_plane = 0, part = block;
-    if (!kFlat) c.chunks.divmod(block, block_plane, part);
+    int plane = 0, part = 0;
+    c.chunks.divmod(block, plane, part);
     const int begin = part * chunk;
-    const int end = min(begin + chunk, total);
-    T* dst = static_cast<T*>(a.y) + static_cast<std::int64_t>(block_plane) * per_plane;
-    const raw_t<T> block_bias = !kFlat && bias ? load_raw(bias + block_plane % c.k) : 0;
+    const int end = min(begin + chunk, per_plane);
+    const float b = bias ? to_float(bias[plane % c.k]) : 0.0f;
+    const std::int64_t plane0 = clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0);
+    T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
     for (int base = begin + static_cast<int>(threadIdx.x); base < end;
          base += kRound * kPadThreads) {
-      // Every read of the round first (the result, the bias, and y when accumulating), then the
-      // math.
+      // Every read of the round first (the result, and y when accumulating), then the math.
       float v[kRound];
-      raw_t<T> b[kRound], old[kRound];
+      raw_t<T> old[kRound];
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
-        int i = base + u * kPadThreads, plane = block_plane;
+        const int i = base + u * kPadThreads;
         v[u] = 0.0f;
-        b[u] = block_bias;
         old[u] = 0;
         if (i < end) {
-          if (kFlat) c.per_plane.divmod(i, plane, i);
-          v[u] = clip_value(c, clip_plane_source<int>(plane, c.k, tiles, 0), i);
-          if (kFlat && bias) b[u] = load_raw(bias + plane % c.k);
-          if (kAccumulate) old[u] = load_raw(dst + base + u * kPadThreads);
+          v[u] = clip_value(c, plane0, i);
+          if (kAccumulate) old[u] = load_raw(dst + i);
         }
       }
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
         const int i = base + u * kPadThreads;
         if (i < end) {
-          float out = fmaf(v[u], a.scale, raw_to_float<T>(b[u]));
+          float out = fmaf(v[u], a.scale, b);
           if (kAccumulate) out = fmaf(a.beta, raw_to_float<T>(old[u]), out);
           dst[i] = from_float<T>(out);
         }
@@ -266,17 +228,11 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
 }
 
 template <typename T>
-void clip_typed(const ClipParams& c, unsigned grid, int chunk, bool flat, cudaStream_t stream) {
+void clip_typed(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
   if (c.a.beta != 0.0f) {
-    if (flat) {
-      clip_kernel<T, true, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
-    } else {
-      clip_kernel<T, true, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
-    }
-  } else if (flat) {
-    clip_kernel<T, false, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    clip_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   } else {
-    clip_kernel<T, false, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    clip_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   }
 }
 
@@ -316,25 +272,20 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   const std::int64_t pairs = g.fft_h * (g.pitch / 2);
   const int chunk = chunk_for(total_planes * pairs);
   const int chunks = static_cast<int>((pairs + chunk - 1) / chunk);
-  // Planes of at most half a chunk: a block takes a run of the segment's planes (flat) rather
-  // than one plane, which would leave most of its threads idle and spend a block per plane.
-  const bool flat = 2 * pairs <= chunk && fits_index(max_planes * pairs + chunk);
-  FFTCONV_ASSERT(flat || fits_index(max_planes * chunks + kMaxGrid),
+  FFTCONV_ASSERT(fits_index(max_planes * chunks + kMaxGrid),
                  "too many FFT planes for one pad launch");
-  p.pairs = divider(pairs);
   p.chunks = divider(chunks);
-  const std::int64_t blocks = flat ? (max_planes * pairs + chunk - 1) / chunk : max_planes * chunks;
-  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(blocks, kMaxGrid)),
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, kMaxGrid)),
                   static_cast<unsigned>(count));
   switch (dtype) {
     case DType::kF32:
-      pad_typed<float>(p, grid, chunk, flat, stream);
+      pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
     case DType::kF16:
-      pad_typed<__half>(p, grid, chunk, flat, stream);
+      pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
     case DType::kBF16:
-      pad_typed<__nv_bfloat16>(p, grid, chunk, flat, stream);
+      pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
   }
   FFTCONV_CHECK_LAUNCH();
@@ -358,9 +309,7 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   const std::int64_t per_plane = args.out_h * args.out_w;
   const int chunk = chunk_for(args.planes * per_plane);
   const int chunks = static_cast<int>((per_plane + chunk - 1) / chunk);
-  const bool flat = 2 * per_plane <= chunk && fits_index(args.planes * per_plane + chunk);
-  FFTCONV_ASSERT((flat || fits_index(args.planes * chunks + kMaxGrid)) && args.k >= 1 &&
-                     fits_index(args.k),
+  FFTCONV_ASSERT(fits_index(args.planes * chunks + kMaxGrid) && args.k >= 1 && fits_index(args.k),
                  "too many output planes for one clip launch");
   const ClipParams c{args,
                      g,
@@ -368,21 +317,19 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
                      divider(args.out_w),
                      divider(g.tile_out_h),
                      divider(g.tile_out_w),
-                     divider(per_plane),
                      divider(chunks),
                      divider(args.k)};
-  const std::int64_t blocks =
-      flat ? (args.planes * per_plane + chunk - 1) / chunk : args.planes * chunks;
-  const auto grid = static_cast<unsigned>(std::min<std::int64_t>(blocks, kMaxGrid));
+  const auto grid = static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, kMaxGrid)));
   switch (dtype) {
     case DType::kF32:
-      clip_typed<float>(c, grid, chunk, flat, stream);
+      clip_typed<float>(c, grid, chunk, stream);
       break;
     case DType::kF16:
-      clip_typed<__half>(c, grid, chunk, flat, stream);
+      clip_typed<__half>(c, grid, chunk, stream);
       break;
     case DType::kBF16:
-      clip_typed<__nv_bfloat16>(c, grid, chunk, flat, stream);
+      clip_typed<__nv_bfloat16>(c, grid, chunk, stream);
       break;
   }
   FFTCONV_CHECK_LAUNCH();
