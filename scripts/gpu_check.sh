@@ -4,7 +4,7 @@
 # and the comparison with the recorded H200 baseline, times fftconv-blur and the landmark example
 # on the GPU and the CPU backend, and leaves logs and JSON under $OUT (default: ./gpu-out).
 #
-#   scripts/gpu_check.sh                 # every step: build test bench gbench torch report blur main
+#   scripts/gpu_check.sh                 # every step: build test bench dtypes gbench torch report blur main
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
@@ -18,7 +18,9 @@
 #   FFTCONV_GPU_STEPS="build; test | bench" scripts/gpu_check.sh
 #   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
 # Steps: build, test (ctest), bench (fftconv-bench --verify on every suite CSV, and suite.csv
-# again in fp16 and bf16), gbench (fftconv_gbench, one JSON per pass), torch
+# again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 interleaved, 50 runs, with
+# bench_report's half-against-fp32 table, then --stages in both dtype orders), gbench
+# (fftconv_gbench, one JSON per pass), torch
 # (bench/torch_baseline.py), report (bench_report and bench_compare), blur (fftconv-blur and the
 # landmark example on both backends), main (the README's main job, scripts/main_job.sh).
 #
@@ -39,7 +41,7 @@ set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench gbench torch report blur main}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main}
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
 status=0
@@ -133,6 +135,21 @@ if step bench; then
     fi
   done
 fi
+if step dtypes; then
+  # fp16 and bf16 against fp32 in one interleaved run (the same GPU state for every dtype), and
+  # where the time goes: the forward stages with either dtype first.
+  limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
+    --dtypes f32,f16,bf16 --no-cudnn --verify --iters 50 --json "$OUT/dtypes.json" \
+    >"$OUT/dtypes.txt" 2>&1 || status=1
+  tail -1 "$OUT/dtypes.txt"
+  scripts/bench_report "$OUT/dtypes.json" --shapes data/shapes/suite.csv --markdown "$OUT/dtypes.md" \
+    >/dev/null && grep -E "^- (f16|bf16):" "$OUT/dtypes.md"
+  for order in f32,f16 f16,f32; do
+    limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --dtypes "$order" \
+      --stages --no-cudnn --json "$OUT/stages-$order.json" >"$OUT/stages-$order.txt" 2>&1 || status=1
+  done
+fi
+
 if step gbench; then
   # One file per pass, so a stopped run keeps the passes it finished.
   for pass in fwd dgrad wgrad; do
