@@ -48,6 +48,7 @@ struct Config {
   std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
   std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
   bool stages = false;
+  bool graph = false;  // --graph: time CUDA-graph replays of the engine's pass
   std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
@@ -92,6 +93,9 @@ struct Row {
       "  --verify          compare with the fp64 device oracle; exit 1 if a row is out of tolerance\n"
       "  --json FILE       write the results as JSON\n"
       "  --iters N         timed runs per measurement (median reported; default 20)\n"
+      "  --graph           time the engine's passes as replays of a CUDA graph captured once\n"
+      "                    per input copy: device time without host launch gaps (cuDNN\n"
+      "                    baselines are timed as direct calls either way)\n"
       "  --warmup N        untimed runs first (default 5)\n"
       "  --algo A          engine algorithm: auto (default), fft or cudnn\n"
       "  --cudnn-algo NAME the engine's cuDNN algorithm (with --algo cudnn; names as in\n"
@@ -202,6 +206,8 @@ Config parse_args(int argc, char** argv) {
       c.workspace_limit = static_cast<std::size_t>(integer(a, value(i)));
     } else if (a == "--stages") {
       c.stages = true;
+    } else if (a == "--graph") {
+      c.graph = true;
     } else if (a == "--tuning") {
       c.tuning = fftconv::parse_tuning(value(i));
     } else if (a == "--tuning-cache") {
@@ -312,7 +318,9 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
         break;
     }
   };
-  t.ms = ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup, cfg.iters);
+  t.ms = cfg.graph ? ft::graph_median_ms(run, in.copies, stream, cfg.warmup, cfg.iters)
+                   : ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup,
+                                   cfg.iters);
   if (stages && o.pass == Pass::kForward) {
     t.stages = plan.profile_forward(in.x[0].get(), filter(0), in.bias.get(), in.out.get(),
                                     ws.get(), ws.bytes(), stream, cfg.iters);
@@ -371,7 +379,10 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
   out << "{\n  \"meta\": {\"command\": \"" << json_escape(cfg.command) << "\", \"device\": \""
       << json_escape(device) << "\", \"cuda_runtime\": " << rt << ", \"date\": \"" << date
       << "\", \"iters\": " << cfg.iters << ", \"warmup\": " << cfg.warmup
-      << ", \"timing\": \"median of CUDA-event times per pass\", \"complete\": "
+      << ", \"timing\": \""
+      << (cfg.graph ? "median of CUDA-event times per CUDA-graph replay of the engine's pass"
+                    : "median of CUDA-event times per pass")
+      << "\", \"graph\": " << (cfg.graph ? "true" : "false") << ", \"complete\": "
       << (complete ? "true" : "false") << "},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -687,9 +698,10 @@ int main(int argc, char** argv) {
   int dev = 0;
   cudaGetDevice(&dev);
   cudaGetDeviceProperties(&prop, dev);
-  std::printf("device: %s (%d SMs), %zu row(s), %d timed runs after %d warm-up, engine algo %s%s\n",
+  std::printf("device: %s (%d SMs), %zu row(s), %d timed runs after %d warm-up%s, engine algo %s%s\n",
               prop.name, prop.multiProcessorCount, rows.size(), cfg.iters, cfg.warmup,
-              fftconv::algo_name(cfg.algo), cfg.verify ? ", verified against the fp64 oracle" : "");
+              cfg.graph ? " (CUDA-graph replays)" : "", fftconv::algo_name(cfg.algo),
+              cfg.verify ? ", verified against the fp64 oracle" : "");
   cudaStream_t stream;
   ft::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   print_header();

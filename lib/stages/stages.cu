@@ -1,6 +1,8 @@
 #include "stages/stages.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -26,6 +28,7 @@ struct PadParams {
   std::int64_t pitch;
   IntDivider half_w;  ///< pairs per destination row (pitch / 2)
   IntDivider chunks;  ///< chunks per plane
+  bool staged[kMaxPadSegments];  ///< the segment's blocks stage their source plane
 };
 
 // Pad: each block writes one chunk of one destination plane as float2 pairs (the pitch is even),
@@ -49,6 +52,85 @@ constexpr int kRound = 4;
 
 // Blocks of a launch at most; each block walks on by the grid size, with 32-bit block indices.
 constexpr std::int64_t kMaxGrid = 1 << 20;
+
+// Staging through shared memory. A block copies a whole small source plane in (pad) or a chunk
+// of outputs out (clip) as aligned 16-byte granules, so every dtype moves its bytes with the same
+// wide accesses and a 2-byte type issues half the instructions of a 4-byte one; only the
+// granules at either end that the range covers in part go element by element. In shared memory
+// an element keeps its global offset within its granule.
+constexpr int kStageElems = 2048;  ///< source elements of a plane the pad stages at most
+
+template <typename T, int kElems>
+struct StageBuffer {
+  static constexpr int kGranules = kElems * static_cast<int>(sizeof(T)) / 16 + 1;
+};
+
+// The granule walk of both copies: granule j of the range covers bytes [16j - head, 16j - head
+// + 16) from its first element, head = that element's offset within its granule.
+struct Granules {
+  int head, bytes, count;
+  __device__ __forceinline__ Granules(const void* g, int n, int size)
+      : head(static_cast<int>(reinterpret_cast<std::uintptr_t>(g) & 15)),
+        bytes(n * size),
+        count((head + n * size + 15) >> 4) {}
+  __device__ __forceinline__ bool whole(int j) const {
+    return 16 * j >= head && 16 * j - head + 16 <= bytes;
+  }
+};
+
+// Copies n elements at g into s; returns where element 0 landed.
+template <typename T>
+__device__ __forceinline__ const T* stage_in(const T* g, int n, uint4* s) {
+  const Granules r(g, n, static_cast<int>(sizeof(T)));
+  const auto* from = reinterpret_cast<const unsigned char*>(g) - r.head;  // granule 0
+  auto* to = reinterpret_cast<unsigned char*>(s);
+  for (int j = static_cast<int>(threadIdx.x); j < r.count; j += static_cast<int>(blockDim.x)) {
+    if (r.whole(j)) {
+      s[j] = *reinterpret_cast<const uint4*>(from + 16 * j);
+    } else {
+      const int last = min(16 * j + 16, r.head + r.bytes);
+      for (int o = max(16 * j, r.head); o < last; o += static_cast<int>(sizeof(T))) {
+        *reinterpret_cast<raw_t<T>*>(to + o) = *reinterpret_cast<const raw_t<T>*>(from + o);
+      }
+    }
+  }
+  return reinterpret_cast<const T*>(to + r.head);
+}
+
+// Where a block stages element 0 of the elements it will write at g.
+template <typename T>
+__device__ __forceinline__ T* stage_slot(T* g, uint4* s) {
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(s) +
+                              (reinterpret_cast<std::uintptr_t>(g) & 15));
+}
+
+// Copies the n elements staged at stage_slot(g, s) out to g.
+template <typename T>
+__device__ __forceinline__ void stage_out(T* g, int n, const uint4* s) {
+  const Granules r(g, n, static_cast<int>(sizeof(T)));
+  auto* to = reinterpret_cast<unsigned char*>(g) - r.head;  // granule 0
+  const auto* from = reinterpret_cast<const unsigned char*>(s);
+  for (int j = static_cast<int>(threadIdx.x); j < r.count; j += static_cast<int>(blockDim.x)) {
+    if (r.whole(j)) {
+      *reinterpret_cast<uint4*>(to + 16 * j) = s[j];
+    } else {
+      const int last = min(16 * j + 16, r.head + r.bytes);
+      for (int o = max(16 * j, r.head); o < last; o += static_cast<int>(sizeof(T))) {
+        *reinterpret_cast<raw_t<T>*>(to + o) = *reinterpret_cast<const raw_t<T>*>(from + o);
+      }
+    }
+  }
+}
+
+// Experiment switch (FFTCONV_STAGE_VARIANT bits): 1 staged pad, 2 staged clip for 2-byte types,
+// 4 staged clip for fp32.
+int stage_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("FFTCONV_STAGE_VARIANT");
+    return e ? std::atoi(e) : 0;
+  }();
+  return v;
+}
 
 // Whether v (>= 0) works as a 32-bit index inside a plane; fits_int: either sign.
 bool fits_index(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
@@ -124,14 +206,16 @@ __device__ __forceinline__ void pad_chunk(const PadParams& p, const SegmentDivid
   }
 }
 
-template <typename T>
+template <typename T, bool kStage>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadParams p, int chunk) {
+  __shared__ uint4 stage[kStage ? StageBuffer<T, kStageElems>::kGranules : 1];
   const PadSegment& seg = p.seg[blockIdx.y];
   const SegmentDividers& dv = p.div[blockIdx.y];
   const T* src = static_cast<const T*>(seg.src);
   const Placement& pl = seg.place;
   const int pairs = p.fft_h * static_cast<int>(p.half_w.divisor());
   const bool unit_step = pl.step_h == 1 && pl.step_w == 1;
+  const bool staged = kStage && p.staged[blockIdx.y];
   // launch_pad checks that planes * chunks fits in 32 bits.
   const int blocks = static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
   for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
@@ -146,11 +230,29 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadPa
     const PlaneSpot ps{static_cast<int>(source.off_h), static_cast<int>(source.off_w),
                        static_cast<int>(pl.src_h), static_cast<int>(pl.src_w)};
     const T* src_plane = src + source.plane * pl.src_h * pl.src_w;
-    if (unit_step) {
+    if (staged) {
+      __syncthreads();  // every read of the previous plane's copy is done
+      const T* staged_plane = stage_in(src_plane, ps.src_h * ps.src_w, stage);
+      __syncthreads();
+      if (unit_step) {
+        pad_chunk<T, true>(p, dv, ps, staged_plane, dst, begin, end);
+      } else {
+        pad_chunk<T, false>(p, dv, ps, staged_plane, dst, begin, end);
+      }
+    } else if (unit_step) {
       pad_chunk<T, true>(p, dv, ps, src_plane, dst, begin, end);
     } else {
       pad_chunk<T, false>(p, dv, ps, src_plane, dst, begin, end);
     }
+  }
+}
+
+template <typename T>
+void pad_typed(const PadParams& p, dim3 grid, int chunk, bool stage, cudaStream_t stream) {
+  if (stage) {
+    pad_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(p, chunk);
+  } else {
+    pad_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(p, chunk);
   }
 }
 
@@ -182,9 +284,11 @@ __device__ __forceinline__ float clip_value(const ClipParams& c, std::int64_t pl
 }
 
 // Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
-template <typename T, bool kAccumulate>
+// kStage: the block converts its chunk into shared memory and writes it out in 16-byte granules.
+template <typename T, bool kAccumulate, bool kStage>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     clip_kernel(ClipParams c, int chunk) {
+  __shared__ uint4 stage[kStage ? StageBuffer<T, kMaxChunk>::kGranules : 1];
   const ClipArgs& a = c.a;
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
@@ -199,6 +303,11 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     const float b = bias ? to_float(bias[plane % c.k]) : 0.0f;
     const std::int64_t plane0 = clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0);
     T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
+    T* out = dst;
+    if (kStage) {
+      __syncthreads();  // the previous chunk's copy-out is done
+      out = stage_slot(dst + begin, stage) - begin;
+    }
     for (int base = begin + static_cast<int>(threadIdx.x); base < end;
          base += kRound * kPadThreads) {
       // Every read of the round first (the result, and y when accumulating), then the math.
@@ -218,21 +327,31 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
       for (int u = 0; u < kRound; ++u) {
         const int i = base + u * kPadThreads;
         if (i < end) {
-          float out = fmaf(v[u], a.scale, b);
-          if (kAccumulate) out = fmaf(a.beta, raw_to_float<T>(old[u]), out);
-          dst[i] = from_float<T>(out);
+          float r = fmaf(v[u], a.scale, b);
+          if (kAccumulate) r = fmaf(a.beta, raw_to_float<T>(old[u]), r);
+          out[i] = from_float<T>(r);
         }
       }
+    }
+    if (kStage) {
+      __syncthreads();
+      stage_out(dst + begin, end - begin, stage);
     }
   }
 }
 
 template <typename T>
-void clip_typed(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
-  if (c.a.beta != 0.0f) {
-    clip_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+void clip_typed(const ClipParams& c, unsigned grid, int chunk, bool stage, cudaStream_t stream) {
+  if (stage) {
+    if (c.a.beta != 0.0f) {
+      clip_kernel<T, true, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    } else {
+      clip_kernel<T, false, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    }
+  } else if (c.a.beta != 0.0f) {
+    clip_kernel<T, true, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   } else {
-    clip_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    clip_kernel<T, false, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   }
 }
 
@@ -275,17 +394,24 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   FFTCONV_ASSERT(fits_index(max_planes * chunks + kMaxGrid),
                  "too many FFT planes for one pad launch");
   p.chunks = divider(chunks);
+  bool stage = false;
+  for (int i = 0; i < count; ++i) {
+    const PadSegment& sg = segments[i];
+    p.staged[i] = (stage_variant() & 1) && chunks == 1 && sg.map.tiles_h * sg.map.tiles_w == 1 &&
+                  sg.place.src_h * sg.place.src_w <= kStageElems;
+    stage = stage || p.staged[i];
+  }
   const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, kMaxGrid)),
                   static_cast<unsigned>(count));
   switch (dtype) {
     case DType::kF32:
-      pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk);
+      pad_typed<float>(p, grid, chunk, stage, stream);
       break;
     case DType::kF16:
-      pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk);
+      pad_typed<__half>(p, grid, chunk, stage, stream);
       break;
     case DType::kBF16:
-      pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk);
+      pad_typed<__nv_bfloat16>(p, grid, chunk, stage, stream);
       break;
   }
   FFTCONV_CHECK_LAUNCH();
@@ -321,15 +447,16 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
                      divider(args.k)};
   const auto grid = static_cast<unsigned>(
       std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, kMaxGrid)));
+  const bool stage = (stage_variant() & (dtype == DType::kF32 ? 4 : 2)) != 0;
   switch (dtype) {
     case DType::kF32:
-      clip_typed<float>(c, grid, chunk, stream);
+      clip_typed<float>(c, grid, chunk, stage, stream);
       break;
     case DType::kF16:
-      clip_typed<__half>(c, grid, chunk, stream);
+      clip_typed<__half>(c, grid, chunk, stage, stream);
       break;
     case DType::kBF16:
-      clip_typed<__nv_bfloat16>(c, grid, chunk, stream);
+      clip_typed<__nv_bfloat16>(c, grid, chunk, stage, stream);
       break;
   }
   FFTCONV_CHECK_LAUNCH();

@@ -305,6 +305,44 @@ double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int w
   return iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
 }
 
+double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStream_t stream,
+                       int warmup, int iters) {
+  if (copies < 1) throw std::runtime_error("graph_median_ms: copies must be at least 1");
+  struct Graphs {
+    std::vector<cudaGraphExec_t> exec;
+    ~Graphs() {
+      for (cudaGraphExec_t e : exec) cudaGraphExecDestroy(e);
+    }
+  } graphs;
+  // One direct run first: first-call set-up (module loading, handles) stays out of the capture.
+  run(0);
+  cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  for (int c = 0; c < copies; ++c) {
+    cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    try {
+      run(c);
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    cuda_check(cudaStreamEndCapture(stream, &graph), "end capture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    cuda_check(err, "cudaGraphInstantiate");
+    graphs.exec.push_back(exec);
+  }
+  return median_ms(
+      [&](int i) {
+        cuda_check(cudaGraphLaunch(graphs.exec[static_cast<std::size_t>(i % copies)], stream),
+                   "cudaGraphLaunch");
+      },
+      stream, warmup, iters);
+}
+
 double direct_flops(const ConvDesc& d) {
   return 2.0 * double(d.y_elems()) * double(d.c_per_group()) * double(d.r) * double(d.s);
 }

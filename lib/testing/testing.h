@@ -125,4 +125,10 @@ double pass_bytes(const ConvDesc& d, Pass pass);
 /// each timed with its own pair of CUDA events on `stream`.
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters);
 
+/// As median_ms, but `run(c)` for each c < copies is captured once into a CUDA graph on `stream`
+/// (which must not be the legacy default stream), and timed iteration i replays graph i % copies:
+/// the device time of the work without the host's launch gaps.
+double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStream_t stream,
+                       int warmup, int iters);
+
 }  // namespace fftconv::testing
