@@ -19,7 +19,8 @@
 #   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
 # Steps: build, test (ctest), bench (fftconv-bench --verify on every suite CSV, and suite.csv
 # again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 interleaved, 50 runs, with
-# bench_report's half-against-fp32 table, then --stages in both dtype orders), gbench
+# bench_report's half-against-fp32 table, timed as direct calls and as CUDA-graph replays, then
+# --stages in both dtype orders), gbench
 # (fftconv_gbench, one JSON per pass), torch
 # (bench/torch_baseline.py), report (bench_report and bench_compare), blur (fftconv-blur and the
 # landmark example on both backends), main (the README's main job, scripts/main_job.sh).
@@ -144,6 +145,13 @@ if step dtypes; then
   tail -1 "$OUT/dtypes.txt"
   scripts/bench_report "$OUT/dtypes.json" --shapes data/shapes/suite.csv --markdown "$OUT/dtypes.md" \
     >/dev/null && grep -E "^- (f16|bf16):" "$OUT/dtypes.md"
+  # The same as CUDA-graph replays: the device's time without the host's launch gaps, which
+  # decide the rows of 20-50 us.
+  limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
+    --dtypes f32,f16,bf16 --no-cudnn --graph --iters 50 --json "$OUT/dtypes-graph.json" \
+    >"$OUT/dtypes-graph.txt" 2>&1 || status=1
+  scripts/bench_report "$OUT/dtypes-graph.json" --shapes data/shapes/suite.csv \
+    --markdown "$OUT/dtypes-graph.md" >/dev/null && grep -E "^- (f16|bf16):" "$OUT/dtypes-graph.md"
   for order in f32,f16 f16,f32; do
     limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --dtypes "$order" \
       --stages --no-cudnn --json "$OUT/stages-$order.json" >"$OUT/stages-$order.txt" 2>&1 || status=1

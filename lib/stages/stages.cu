@@ -1,8 +1,6 @@
 #include "stages/stages.h"
 
 #include <algorithm>
-#include <cstdint>
-#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -28,19 +26,24 @@ struct PadParams {
   std::int64_t pitch;
   IntDivider half_w;  ///< pairs per destination row (pitch / 2)
   IntDivider chunks;  ///< chunks per plane
-  bool staged[kMaxPadSegments];  ///< the segment's blocks stage their source plane
 };
 
-// Pad: each block writes one chunk of one destination plane as float2 pairs (the pitch is even),
+// Pad: each warp writes one chunk of one destination plane as float2 pairs (the pitch is even),
 // with 32-bit index math inside the plane; whole planes of zeros and data alike are written, so
-// the transform never sees stale workspace.
+// the transform never sees stale workspace. The warps of a block take consecutive chunks, and
+// each finds its chunk's plane and source on its own: with a block per chunk, a small plane
+// (replknet_dw31_14's 544 pairs) gave each thread two pairs for the same finding, and Nsight
+// Compute counted the pad and clip bound by issued instructions, not by memory.
 constexpr int kPadThreads = 256;
-// Elements per block, sized to the problem: 16 per thread when there is plenty of work (fewer
-// blocks, less per-block index math: multichannel_r45 pad 0.30 ms against 0.44 ms with 4), down
-// to 4 when there is little (16 dependent rounds per thread cost landmark_batch64's pad and clip
-// 12-14 us for 2.4 MB each; 10 us with 4). Target: about four waves of eight blocks per SM.
-constexpr int kMinChunk = 1024, kMaxChunk = 4096;
-constexpr std::int64_t kTargetBlocks = 4 * 132 * 8;
+constexpr int kWarp = 32;
+constexpr int kWarpsPerBlock = kPadThreads / kWarp;
+// Elements per warp, sized to the problem: 16 per lane when there is plenty of work (fewer
+// chunks, less per-chunk index math: multichannel_r45 pad 0.30 ms against 0.44 ms with 4), down
+// to 4 when there is little (16 dependent rounds per lane cost landmark_batch64's pad and clip
+// 12-14 us for 2.4 MB each; 10 us with 4). Target: about four waves of 64 warps per SM. A
+// plane's chunks are of equal size (to a multiple of 32), so no warp idles on a short tail.
+constexpr int kMinChunk = 128, kMaxChunk = 512;
+constexpr std::int64_t kTargetWarps = 4 * 132 * 64;
 // The stages are bound by memory latency: a full SM (2048 threads) keeps the most reads in
 // flight. 32-bit indices inside a plane keep pad and clip within the 32 registers a thread may
 // then use, without spills (ptxas -v); at 48-52 registers the fp16/bf16 pad had fewer blocks per
@@ -53,85 +56,6 @@ constexpr int kRound = 4;
 // Blocks of a launch at most; each block walks on by the grid size, with 32-bit block indices.
 constexpr std::int64_t kMaxGrid = 1 << 20;
 
-// Staging through shared memory. A block copies a whole small source plane in (pad) or a chunk
-// of outputs out (clip) as aligned 16-byte granules, so every dtype moves its bytes with the same
-// wide accesses and a 2-byte type issues half the instructions of a 4-byte one; only the
-// granules at either end that the range covers in part go element by element. In shared memory
-// an element keeps its global offset within its granule.
-constexpr int kStageElems = 2048;  ///< source elements of a plane the pad stages at most
-
-template <typename T, int kElems>
-struct StageBuffer {
-  static constexpr int kGranules = kElems * static_cast<int>(sizeof(T)) / 16 + 1;
-};
-
-// The granule walk of both copies: granule j of the range covers bytes [16j - head, 16j - head
-// + 16) from its first element, head = that element's offset within its granule.
-struct Granules {
-  int head, bytes, count;
-  __device__ __forceinline__ Granules(const void* g, int n, int size)
-      : head(static_cast<int>(reinterpret_cast<std::uintptr_t>(g) & 15)),
-        bytes(n * size),
-        count((head + n * size + 15) >> 4) {}
-  __device__ __forceinline__ bool whole(int j) const {
-    return 16 * j >= head && 16 * j - head + 16 <= bytes;
-  }
-};
-
-// Copies n elements at g into s; returns where element 0 landed.
-template <typename T>
-__device__ __forceinline__ const T* stage_in(const T* g, int n, uint4* s) {
-  const Granules r(g, n, static_cast<int>(sizeof(T)));
-  const auto* from = reinterpret_cast<const unsigned char*>(g) - r.head;  // granule 0
-  auto* to = reinterpret_cast<unsigned char*>(s);
-  for (int j = static_cast<int>(threadIdx.x); j < r.count; j += static_cast<int>(blockDim.x)) {
-    if (r.whole(j)) {
-      s[j] = *reinterpret_cast<const uint4*>(from + 16 * j);
-    } else {
-      const int last = min(16 * j + 16, r.head + r.bytes);
-      for (int o = max(16 * j, r.head); o < last; o += static_cast<int>(sizeof(T))) {
-        *reinterpret_cast<raw_t<T>*>(to + o) = *reinterpret_cast<const raw_t<T>*>(from + o);
-      }
-    }
-  }
-  return reinterpret_cast<const T*>(to + r.head);
-}
-
-// Where a block stages element 0 of the elements it will write at g.
-template <typename T>
-__device__ __forceinline__ T* stage_slot(T* g, uint4* s) {
-  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(s) +
-                              (reinterpret_cast<std::uintptr_t>(g) & 15));
-}
-
-// Copies the n elements staged at stage_slot(g, s) out to g.
-template <typename T>
-__device__ __forceinline__ void stage_out(T* g, int n, const uint4* s) {
-  const Granules r(g, n, static_cast<int>(sizeof(T)));
-  auto* to = reinterpret_cast<unsigned char*>(g) - r.head;  // granule 0
-  const auto* from = reinterpret_cast<const unsigned char*>(s);
-  for (int j = static_cast<int>(threadIdx.x); j < r.count; j += static_cast<int>(blockDim.x)) {
-    if (r.whole(j)) {
-      *reinterpret_cast<uint4*>(to + 16 * j) = s[j];
-    } else {
-      const int last = min(16 * j + 16, r.head + r.bytes);
-      for (int o = max(16 * j, r.head); o < last; o += static_cast<int>(sizeof(T))) {
-        *reinterpret_cast<raw_t<T>*>(to + o) = *reinterpret_cast<const raw_t<T>*>(from + o);
-      }
-    }
-  }
-}
-
-// Experiment switch (FFTCONV_STAGE_VARIANT bits): 1 staged pad, 2 staged clip for 2-byte types,
-// 4 staged clip for fp32.
-int stage_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("FFTCONV_STAGE_VARIANT");
-    return e ? std::atoi(e) : 0;
-  }();
-  return v;
-}
-
 // Whether v (>= 0) works as a 32-bit index inside a plane; fits_int: either sign.
 bool fits_index(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
 bool fits_int(std::int64_t v) { return fits_index(v < 0 ? -v : v); }
@@ -141,11 +65,13 @@ IntDivider divider(std::int64_t d) {
   return IntDivider(static_cast<std::uint32_t>(d));
 }
 
-int chunk_for(std::int64_t total) {
-  const std::int64_t per_block =
-      (total / kTargetBlocks + kPadThreads - 1) / kPadThreads * kPadThreads;
-  return static_cast<int>(
-      std::min<std::int64_t>(kMaxChunk, std::max<std::int64_t>(kMinChunk, per_block)));
+// Elements (pad: pairs) per warp for `total` elements in planes of `per_plane`.
+int chunk_for(std::int64_t total, std::int64_t per_plane) {
+  const std::int64_t per_warp = std::min<std::int64_t>(
+      kMaxChunk, std::max<std::int64_t>(kMinChunk, (total + kTargetWarps - 1) / kTargetWarps));
+  const std::int64_t chunks = (per_plane + per_warp - 1) / per_warp;
+  const std::int64_t even = (per_plane + chunks - 1) / chunks;
+  return static_cast<int>((even + kWarp - 1) / kWarp * kWarp);
 }
 
 // Where one destination plane's source lies, in 32-bit indices (launch_pad checks they fit).
@@ -177,12 +103,15 @@ __device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const Segment
   RawPair<T> v{0, 0};
   const int si = pad_source<kUnitStep>(th, ps.off_h, dv.step_h, ps.src_h);
   if (si >= 0) {
-    const T* row = src_plane + static_cast<std::int64_t>(si) * ps.src_w;
+    // Offsets inside the source plane as unsigned 32-bit values (launch_pad checks that a plane
+    // has fewer than 2^31 elements): one wide multiply-add per address, where signed 64-bit
+    // offsets cost six instructions.
+    const unsigned row = static_cast<unsigned>(si * ps.src_w);
     const int s0 = tw < p.fft_w ? pad_source<kUnitStep>(tw, ps.off_w, dv.step_w, ps.src_w) : -1;
     const int s1 =
         tw + 1 < p.fft_w ? pad_source<kUnitStep>(tw + 1, ps.off_w, dv.step_w, ps.src_w) : -1;
-    if (s0 >= 0) v.x = load_raw(row + s0);
-    if (s1 >= 0) v.y = load_raw(row + s1);
+    if (s0 >= 0) v.x = load_raw(src_plane + (row + static_cast<unsigned>(s0)));
+    if (s1 >= 0) v.y = load_raw(src_plane + (row + static_cast<unsigned>(s1)));
   }
   return v;
 }
@@ -190,37 +119,37 @@ __device__ __forceinline__ RawPair<T> pad_pair(const PadParams& p, const Segment
 template <typename T, bool kUnitStep>
 __device__ __forceinline__ void pad_chunk(const PadParams& p, const SegmentDividers& dv,
                                           const PlaneSpot& ps, const T* src_plane, float2* dst,
-                                          int begin, int end) {
-  for (int base = begin + static_cast<int>(threadIdx.x); base < end; base += kRound * kPadThreads) {
+                                          int begin, int end, int lane) {
+  for (int base = begin + lane; base < end; base += kRound * kWarp) {
     RawPair<T> v[kRound];
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      const int i = base + u * kPadThreads;
+      const int i = base + u * kWarp;
       v[u] = i < end ? pad_pair<T, kUnitStep>(p, dv, ps, src_plane, i) : RawPair<T>{0, 0};
     }
 #pragma unroll
     for (int u = 0; u < kRound; ++u) {
-      const int i = base + u * kPadThreads;
+      const int i = base + u * kWarp;
       if (i < end) dst[i] = make_float2(raw_to_float<T>(v[u].x), raw_to_float<T>(v[u].y));
     }
   }
 }
 
-template <typename T, bool kStage>
+template <typename T>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadParams p, int chunk) {
-  __shared__ uint4 stage[kStage ? StageBuffer<T, kStageElems>::kGranules : 1];
   const PadSegment& seg = p.seg[blockIdx.y];
   const SegmentDividers& dv = p.div[blockIdx.y];
   const T* src = static_cast<const T*>(seg.src);
   const Placement& pl = seg.place;
   const int pairs = p.fft_h * static_cast<int>(p.half_w.divisor());
   const bool unit_step = pl.step_h == 1 && pl.step_w == 1;
-  const bool staged = kStage && p.staged[blockIdx.y];
-  // launch_pad checks that planes * chunks fits in 32 bits.
-  const int blocks = static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
-  for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  // launch_pad checks that planes * chunks (and a grid's step past them) fits in 32 bits.
+  const int chunks = static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
+  for (int w = static_cast<int>(blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp); w < chunks;
+       w += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
     int plane = 0, part = 0;
-    p.chunks.divmod(block, plane, part);
+    p.chunks.divmod(w, plane, part);
     const int begin = part * chunk;
     const int end = min(begin + chunk, pairs);
     float2* dst =
@@ -230,29 +159,11 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadPa
     const PlaneSpot ps{static_cast<int>(source.off_h), static_cast<int>(source.off_w),
                        static_cast<int>(pl.src_h), static_cast<int>(pl.src_w)};
     const T* src_plane = src + source.plane * pl.src_h * pl.src_w;
-    if (staged) {
-      __syncthreads();  // every read of the previous plane's copy is done
-      const T* staged_plane = stage_in(src_plane, ps.src_h * ps.src_w, stage);
-      __syncthreads();
-      if (unit_step) {
-        pad_chunk<T, true>(p, dv, ps, staged_plane, dst, begin, end);
-      } else {
-        pad_chunk<T, false>(p, dv, ps, staged_plane, dst, begin, end);
-      }
-    } else if (unit_step) {
-      pad_chunk<T, true>(p, dv, ps, src_plane, dst, begin, end);
+    if (unit_step) {
+      pad_chunk<T, true>(p, dv, ps, src_plane, dst, begin, end, lane);
     } else {
-      pad_chunk<T, false>(p, dv, ps, src_plane, dst, begin, end);
+      pad_chunk<T, false>(p, dv, ps, src_plane, dst, begin, end, lane);
     }
-  }
-}
-
-template <typename T>
-void pad_typed(const PadParams& p, dim3 grid, int chunk, bool stage, cudaStream_t stream) {
-  if (stage) {
-    pad_kernel<T, true><<<grid, kPadThreads, 0, stream>>>(p, chunk);
-  } else {
-    pad_kernel<T, false><<<grid, kPadThreads, 0, stream>>>(p, chunk);
   }
 }
 
@@ -269,89 +180,96 @@ struct ClipParams {
   IntDivider chunks, k;  ///< chunks per output plane; filters (output plane = n * k + kk)
 };
 
-// The unscaled value clip reads for element i of an output plane whose tile-0 result plane is
-// plane0 (0 outside the result). Result planes of later tiles are k planes apart.
-__device__ __forceinline__ float clip_value(const ClipParams& c, std::int64_t plane0, int i) {
+// The unscaled value clip reads for element i of an output plane whose tile-0 result plane starts
+// at plane0 (0 outside the result). kTiled: the output has several tiles, whose result planes are
+// k planes apart; otherwise the whole output is tile 0, with no tile divisions. Offsets inside a
+// result plane are unsigned 32-bit (fft_h * pitch < 2^32, launch_pad's check).
+template <bool kTiled>
+__device__ __forceinline__ float clip_value(const ClipParams& c, const float* plane0, int i) {
   const ClipWindow& w = c.win;
-  int p = 0, q = 0, th = 0, lp = 0, tw = 0, lq = 0;
-  c.out_w.divmod(i, p, q);
-  c.tile_h.divmod(p, th, lp);
-  c.tile_w.divmod(q, tw, lq);
-  const std::int64_t src_plane = plane0 + (th * c.g.tiles_w + tw) * c.a.k;
+  int lp = 0, lq = 0;
+  c.out_w.divmod(i, lp, lq);
+  const float* src = plane0;
+  if (kTiled) {
+    int th = 0, tw = 0;
+    c.tile_h.divmod(lp, th, lp);
+    c.tile_w.divmod(lq, tw, lq);
+    src += static_cast<std::int64_t>(th * static_cast<int>(c.g.tiles_w) + tw) * c.a.k *
+           c.g.fft_h * c.g.pitch;
+  }
   const int row = clip_read<int>(lp, w.stride_h, w.off_h, w.fft_h, c.a.wrap);
   const int col = clip_read<int>(lq, w.stride_w, w.off_w, w.fft_w, c.a.wrap);
-  return row >= 0 && col >= 0 ? c.a.src[(src_plane * w.fft_h + row) * c.g.pitch + col] : 0.0f;
+  return row >= 0 && col >= 0
+             ? src[static_cast<unsigned>(row) * static_cast<unsigned>(c.g.pitch) +
+                   static_cast<unsigned>(col)]
+             : 0.0f;
 }
 
-// Clip: like pad, a block per chunk of one output plane, 32-bit index math inside the plane.
-// kStage: the block converts its chunk into shared memory and writes it out in 16-byte granules.
-template <typename T, bool kAccumulate, bool kStage>
+// Clip: like pad, a warp per chunk of one output plane, 32-bit index math inside the plane.
+template <typename T, bool kAccumulate, bool kTiled>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     clip_kernel(ClipParams c, int chunk) {
-  __shared__ uint4 stage[kStage ? StageBuffer<T, kMaxChunk>::kGranules : 1];
   const ClipArgs& a = c.a;
   T* y = static_cast<T*>(a.y);
   const T* bias = static_cast<const T*>(a.bias);
   const int per_plane = static_cast<int>(a.out_h) * static_cast<int>(c.out_w.divisor());
-  // launch_clip checks that planes * chunks fits in 32 bits.
-  const int blocks = static_cast<int>(a.planes) * static_cast<int>(c.chunks.divisor());
-  for (int block = blockIdx.x; block < blocks; block += gridDim.x) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  // launch_clip checks that planes * chunks (and a grid's step past them) fits in 32 bits.
+  const int chunks = static_cast<int>(a.planes) * static_cast<int>(c.chunks.divisor());
+  for (int w = static_cast<int>(blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp); w < chunks;
+       w += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
     int plane = 0, part = 0;
-    c.chunks.divmod(block, plane, part);
+    c.chunks.divmod(w, plane, part);
     const int begin = part * chunk;
     const int end = min(begin + chunk, per_plane);
     const float b = bias ? to_float(bias[plane % c.k]) : 0.0f;
-    const std::int64_t plane0 = clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0);
+    const float* plane0 =
+        a.src + clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0) * c.g.fft_h *
+                    c.g.pitch;
     T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
-    T* out = dst;
-    if (kStage) {
-      __syncthreads();  // the previous chunk's copy-out is done
-      out = stage_slot(dst + begin, stage) - begin;
-    }
-    for (int base = begin + static_cast<int>(threadIdx.x); base < end;
-         base += kRound * kPadThreads) {
+    for (int base = begin + lane; base < end; base += kRound * kWarp) {
       // Every read of the round first (the result, and y when accumulating), then the math.
       float v[kRound];
       raw_t<T> old[kRound];
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
-        const int i = base + u * kPadThreads;
+        const int i = base + u * kWarp;
         v[u] = 0.0f;
         old[u] = 0;
         if (i < end) {
-          v[u] = clip_value(c, plane0, i);
+          v[u] = clip_value<kTiled>(c, plane0, i);
           if (kAccumulate) old[u] = load_raw(dst + i);
         }
       }
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
-        const int i = base + u * kPadThreads;
+        const int i = base + u * kWarp;
         if (i < end) {
-          float r = fmaf(v[u], a.scale, b);
-          if (kAccumulate) r = fmaf(a.beta, raw_to_float<T>(old[u]), r);
-          out[i] = from_float<T>(r);
+          float out = fmaf(v[u], a.scale, b);
+          if (kAccumulate) out = fmaf(a.beta, raw_to_float<T>(old[u]), out);
+          dst[i] = from_float<T>(out);
         }
       }
-    }
-    if (kStage) {
-      __syncthreads();
-      stage_out(dst + begin, end - begin, stage);
     }
   }
 }
 
-template <typename T>
-void clip_typed(const ClipParams& c, unsigned grid, int chunk, bool stage, cudaStream_t stream) {
-  if (stage) {
-    if (c.a.beta != 0.0f) {
-      clip_kernel<T, true, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
-    } else {
-      clip_kernel<T, false, true><<<grid, kPadThreads, 0, stream>>>(c, chunk);
-    }
-  } else if (c.a.beta != 0.0f) {
-    clip_kernel<T, true, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+template <typename T, bool kTiled>
+void clip_tiled(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
+  if (c.a.beta != 0.0f) {
+    clip_kernel<T, true, kTiled><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   } else {
-    clip_kernel<T, false, false><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    clip_kernel<T, false, kTiled><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+  }
+}
+
+template <typename T>
+void clip_typed(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
+  // Tiled: the output spans more than one tile (forward passes over tiled inputs).
+  if (c.g.tile_out_h < c.a.out_h || c.g.tile_out_w < c.a.out_w) {
+    clip_tiled<T, true>(c, grid, chunk, stream);
+  } else {
+    clip_tiled<T, false>(c, grid, chunk, stream);
   }
 }
 
@@ -369,7 +287,8 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
     const TileMap& m = segments[i].map;
     const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
     const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
-    FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) && pl.step_h >= 1 &&
+    FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) &&
+                       fits_index(pl.src_h * pl.src_w) && pl.step_h >= 1 &&
                        pl.step_w >= 1 && fits_index(pl.step_h) && fits_index(pl.step_w) &&
                        fits_int(pl.off_h) && fits_int(pl.off_w) && fits_int(low_h) &&
                        fits_int(low_w) && fits_index(g.fft_h - low_h) &&
@@ -389,29 +308,23 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   p.pitch = g.pitch;
   p.half_w = divider(g.pitch / 2);
   const std::int64_t pairs = g.fft_h * (g.pitch / 2);
-  const int chunk = chunk_for(total_planes * pairs);
+  const int chunk = chunk_for(total_planes * pairs, pairs);
   const int chunks = static_cast<int>((pairs + chunk - 1) / chunk);
-  FFTCONV_ASSERT(fits_index(max_planes * chunks + kMaxGrid),
+  FFTCONV_ASSERT(fits_index(max_planes * chunks + kMaxGrid * kWarpsPerBlock),
                  "too many FFT planes for one pad launch");
   p.chunks = divider(chunks);
-  bool stage = false;
-  for (int i = 0; i < count; ++i) {
-    const PadSegment& sg = segments[i];
-    p.staged[i] = (stage_variant() & 1) && chunks == 1 && sg.map.tiles_h * sg.map.tiles_w == 1 &&
-                  sg.place.src_h * sg.place.src_w <= kStageElems;
-    stage = stage || p.staged[i];
-  }
-  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(max_planes * chunks, kMaxGrid)),
+  const std::int64_t blocks = (max_planes * chunks + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(blocks, kMaxGrid)),
                   static_cast<unsigned>(count));
   switch (dtype) {
     case DType::kF32:
-      pad_typed<float>(p, grid, chunk, stage, stream);
+      pad_kernel<float><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
     case DType::kF16:
-      pad_typed<__half>(p, grid, chunk, stage, stream);
+      pad_kernel<__half><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
     case DType::kBF16:
-      pad_typed<__nv_bfloat16>(p, grid, chunk, stage, stream);
+      pad_kernel<__nv_bfloat16><<<grid, kPadThreads, 0, stream>>>(p, chunk);
       break;
   }
   FFTCONV_CHECK_LAUNCH();
@@ -427,15 +340,17 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
   FFTCONV_ASSERT(fits_index(last_read(g.tile_out_h, args.stride_h, args.off_h)) &&
                      fits_index(last_read(g.tile_out_w, args.stride_w, args.off_w)) &&
                      fits_int(args.off_h) && fits_int(args.off_w) && fits_index(g.fft_h) &&
-                     fits_index(g.fft_w),
+                     fits_index(g.fft_w) && g.pitch >= 1 &&
+                     g.fft_h * g.pitch < (std::int64_t{1} << 32),
                  "clip window too large for 32-bit plane indices");
   const ClipWindow win{static_cast<int>(args.stride_h), static_cast<int>(args.stride_w),
                        static_cast<int>(args.off_h),    static_cast<int>(args.off_w),
                        static_cast<int>(g.fft_h),       static_cast<int>(g.fft_w)};
   const std::int64_t per_plane = args.out_h * args.out_w;
-  const int chunk = chunk_for(args.planes * per_plane);
+  const int chunk = chunk_for(args.planes * per_plane, per_plane);
   const int chunks = static_cast<int>((per_plane + chunk - 1) / chunk);
-  FFTCONV_ASSERT(fits_index(args.planes * chunks + kMaxGrid) && args.k >= 1 && fits_index(args.k),
+  FFTCONV_ASSERT(fits_index(args.planes * chunks + kMaxGrid * kWarpsPerBlock) && args.k >= 1 &&
+                     fits_index(args.k),
                  "too many output planes for one clip launch");
   const ClipParams c{args,
                      g,
@@ -445,18 +360,18 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
                      divider(g.tile_out_w),
                      divider(chunks),
                      divider(args.k)};
-  const auto grid = static_cast<unsigned>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(args.planes * chunks, kMaxGrid)));
-  const bool stage = (stage_variant() & (dtype == DType::kF32 ? 4 : 2)) != 0;
+  const std::int64_t blocks = (args.planes * chunks + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const auto grid =
+      static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, kMaxGrid)));
   switch (dtype) {
     case DType::kF32:
-      clip_typed<float>(c, grid, chunk, stage, stream);
+      clip_typed<float>(c, grid, chunk, stream);
       break;
     case DType::kF16:
-      clip_typed<__half>(c, grid, chunk, stage, stream);
+      clip_typed<__half>(c, grid, chunk, stream);
       break;
     case DType::kBF16:
-      clip_typed<__nv_bfloat16>(c, grid, chunk, stage, stream);
+      clip_typed<__nv_bfloat16>(c, grid, chunk, stream);
       break;
   }
   FFTCONV_CHECK_LAUNCH();

@@ -1,6 +1,6 @@
-// The pad and clip stages stage small planes through shared memory in 16-byte granules; a tensor
-// that starts inside a granule (any element-aligned pointer) must give the same bits as one that
-// starts on a granule, in every dtype and pass, the element-wise ends of each range included.
+// The pad and clip stages accept any element-aligned tensor: a tensor that starts inside a 16-byte
+// granule must give the same bits as one that starts on a granule, in every dtype and pass
+// (planes of odd sizes, so chunks and planes start at every offset as well).
 #include <cmath>
 #include <cstring>
 
@@ -65,7 +65,7 @@ std::vector<unsigned char> run_pass(const ConvDesc& d, Pass pass, std::size_t of
   return {};
 }
 
-TEST(Stages, PointersInsideAGranuleGiveTheSameBits) {
+TEST(Stages, ElementAlignedPointersGiveTheSameBits) {
   FFTCONV_REQUIRE_GPU();
   // Odd plane sizes (13x11 input, 9x7 filter), so planes start at every offset within a granule.
   ConvDesc d;
