@@ -18,7 +18,7 @@
 #   FFTCONV_GPU_STEPS="build; test | bench" scripts/gpu_check.sh
 #   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
 # Steps: build, test (ctest), bench (fftconv-bench --verify on every suite CSV, and suite.csv
-# again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 interleaved, 50 runs, with
+# again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 timed in turn, 50 runs, with
 # bench_report's half-against-fp32 table, timed as direct calls and as CUDA-graph replays, then
 # --stages in both dtype orders), gbench
 # (fftconv_gbench, one JSON per pass), torch
@@ -137,10 +137,10 @@ if step bench; then
   done
 fi
 if step dtypes; then
-  # fp16 and bf16 against fp32 in one interleaved run (the same GPU state for every dtype), and
-  # where the time goes: the forward stages with either dtype first.
+  # fp16 and bf16 against fp32, a row's dtypes timed in turn (--interleave: the same GPU state
+  # for every dtype), and where the time goes: the forward stages with either dtype first.
   limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
-    --dtypes f32,f16,bf16 --no-cudnn --verify --iters 50 --json "$OUT/dtypes.json" \
+    --dtypes f32,f16,bf16 --interleave --no-cudnn --verify --iters 50 --json "$OUT/dtypes.json" \
     >"$OUT/dtypes.txt" 2>&1 || status=1
   tail -1 "$OUT/dtypes.txt"
   scripts/bench_report "$OUT/dtypes.json" --shapes data/shapes/suite.csv --markdown "$OUT/dtypes.md" \
@@ -148,7 +148,7 @@ if step dtypes; then
   # The same as CUDA-graph replays: the device's time without the host's launch gaps, which
   # decide the rows of 20-50 us.
   limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
-    --dtypes f32,f16,bf16 --no-cudnn --graph --iters 50 --json "$OUT/dtypes-graph.json" \
+    --dtypes f32,f16,bf16 --interleave --no-cudnn --graph --iters 50 --json "$OUT/dtypes-graph.json" \
     >"$OUT/dtypes-graph.txt" 2>&1 || status=1
   scripts/bench_report "$OUT/dtypes-graph.json" --shapes data/shapes/suite.csv \
     --markdown "$OUT/dtypes-graph.md" >/dev/null && grep -E "^- (f16|bf16):" "$OUT/dtypes-graph.md"

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -48,7 +49,8 @@ struct Config {
   std::string gemm;  // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
   std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
   bool stages = false;
-  bool graph = false;  // --graph: time CUDA-graph replays of the engine's pass
+  bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
+  bool interleave = false;  // --interleave: time a row's dtypes in turn
   std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
@@ -96,6 +98,9 @@ struct Row {
       "  --graph           time the engine's passes as replays of a CUDA graph captured once\n"
       "                    per input copy: device time without host launch gaps (cuDNN\n"
       "                    baselines are timed as direct calls either way)\n"
+      "  --interleave      with --dtypes: time the engine on a row's dtypes in turn (iteration i\n"
+      "                    of every dtype before iteration i+1 of any, in rotating order), so a\n"
+      "                    drift of the device falls on every dtype alike\n"
       "  --warmup N        untimed runs first (default 5)\n"
       "  --algo A          engine algorithm: auto (default), fft or cudnn\n"
       "  --cudnn-algo NAME the engine's cuDNN algorithm (with --algo cudnn; names as in\n"
@@ -208,6 +213,8 @@ Config parse_args(int argc, char** argv) {
       c.stages = true;
     } else if (a == "--graph") {
       c.graph = true;
+    } else if (a == "--interleave") {
+      c.interleave = true;
     } else if (a == "--tuning") {
       c.tuning = fftconv::parse_tuning(value(i));
     } else if (a == "--tuning-cache") {
@@ -227,6 +234,10 @@ Config parse_args(int argc, char** argv) {
   }
   if (c.shape_files.empty() && c.single.empty()) {
     std::fprintf(stderr, "fftconv-bench: give --shapes FILE.csv or a shape (--desc, --n ...)\n");
+    usage(2);
+  }
+  if (c.interleave && c.dtypes.size() < 2) {
+    std::fprintf(stderr, "fftconv-bench: --interleave needs --dtypes with two or more dtypes\n");
     usage(2);
   }
   if (c.iters < 1 || c.warmup < 0) {
@@ -289,10 +300,32 @@ struct Timed {
   std::vector<fftconv::StageTime> stages;
 };
 
+// One pass of `plan` on input copy c into in.out. kept: the plan holds the filter (set_filter),
+// so the pass gets w == nullptr (fwd and dgrad).
+void run_pass(const Plan& plan, Pass pass, const Inputs& in, const ft::DeviceBuffer& ws, int c,
+              bool kept, cudaStream_t stream) {
+  const void* w = kept ? nullptr : in.w[static_cast<std::size_t>(c)].get();
+  const auto at = [c](const std::vector<ft::DeviceBuffer>& v) {
+    return v[static_cast<std::size_t>(c)].get();
+  };
+  switch (pass) {
+    case Pass::kForward:
+      plan.forward(at(in.x), w, in.bias.get(), in.out.get(), ws.get(), ws.bytes(), stream);
+      break;
+    case Pass::kBackwardData:
+      plan.backward_data(at(in.dy), w, in.out.get(), ws.get(), ws.bytes(), stream);
+      break;
+    case Pass::kBackwardFilter:
+      plan.backward_filter(at(in.x), at(in.dy), in.out.get(), ws.get(), ws.bytes(), stream);
+      break;
+  }
+}
+
 // Plans (timed on the host) and times the plan's pass; leaves the last result in in.out.
 // kept: the filter goes to set_filter() once, the pass gets w == nullptr (fwd and dgrad).
+// timed == false: the pass runs once, untimed (--interleave times it with the other dtypes).
 Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& cfg,
-                cudaStream_t stream, bool stages = false, bool kept = false) {
+                cudaStream_t stream, bool stages = false, bool kept = false, bool timed = true) {
   Timed t;
   const auto t0 = std::chrono::steady_clock::now();
   Plan plan(d, o);
@@ -302,28 +335,15 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
   t.describe = plan.describe();
   ft::DeviceBuffer ws(plan.workspace_size());
   if (kept) plan.set_filter(in.w[0].get(), stream);
-  auto filter = [&](int c) { return kept ? nullptr : in.w[c].get(); };
-  auto run = [&](int c) {
-    switch (o.pass) {
-      case Pass::kForward:
-        plan.forward(in.x[c].get(), filter(c), in.bias.get(), in.out.get(), ws.get(), ws.bytes(),
-                     stream);
-        break;
-      case Pass::kBackwardData:
-        plan.backward_data(in.dy[c].get(), filter(c), in.out.get(), ws.get(), ws.bytes(), stream);
-        break;
-      case Pass::kBackwardFilter:
-        plan.backward_filter(in.x[c].get(), in.dy[c].get(), in.out.get(), ws.get(), ws.bytes(),
-                             stream);
-        break;
-    }
-  };
-  t.ms = cfg.graph ? ft::graph_median_ms(run, in.copies, stream, cfg.warmup, cfg.iters)
-                   : ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup,
-                                   cfg.iters);
+  auto run = [&](int c) { run_pass(plan, o.pass, in, ws, c, kept, stream); };
+  if (timed) {
+    t.ms = cfg.graph ? ft::graph_median_ms(run, in.copies, stream, cfg.warmup, cfg.iters)
+                     : ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup,
+                                     cfg.iters);
+  }
   if (stages && o.pass == Pass::kForward) {
-    t.stages = plan.profile_forward(in.x[0].get(), filter(0), in.bias.get(), in.out.get(),
-                                    ws.get(), ws.bytes(), stream, cfg.iters);
+    t.stages = plan.profile_forward(in.x[0].get(), kept ? nullptr : in.w[0].get(), in.bias.get(),
+                                    in.out.get(), ws.get(), ws.bytes(), stream, cfg.iters);
   }
   // One more run on copy 0 so in.out holds the result for the inputs the oracle sees.
   in.out.poison();
@@ -382,7 +402,9 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
       << ", \"timing\": \""
       << (cfg.graph ? "median of CUDA-event times per CUDA-graph replay of the engine's pass"
                     : "median of CUDA-event times per pass")
-      << "\", \"graph\": " << (cfg.graph ? "true" : "false") << ", \"complete\": "
+      << (cfg.interleave ? ", a row's dtypes timed in turn" : "")
+      << "\", \"graph\": " << (cfg.graph ? "true" : "false")
+      << ", \"interleave\": " << (cfg.interleave ? "true" : "false") << ", \"complete\": "
       << (complete ? "true" : "false") << "},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -457,6 +479,27 @@ void print_row(const Row& r) {
   std::fflush(stdout);
 }
 
+// The engine's options for `pass` from the command line; false (with `status` set) on a bad --fft.
+bool engine_options(const Config& cfg, Pass pass, Options& engine, std::string& status) {
+  engine.pass = pass;
+  engine.algo = cfg.algo;
+  engine.workspace_limit = cfg.workspace_limit;
+  engine.tuning = cfg.tuning;
+  engine.tuning_cache = cfg.tuning_cache;
+  engine.cudnn_algo = cfg.cudnn_algo;
+  if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
+  if (!cfg.fft.empty() && cfg.fft != "all") {
+    long long fh = 0, fw = 0;
+    if (std::sscanf(cfg.fft.c_str(), "%lldx%lld", &fh, &fw) != 2) {
+      status = "error: --fft expects HxW or all";
+      return false;
+    }
+    engine.fft_h = fh;
+    engine.fft_w = fw;
+  }
+  return true;
+}
+
 Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Config& cfg,
             cudaStream_t stream) {
   Row r;
@@ -502,24 +545,9 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
   };
 
   Options engine;
-  engine.pass = pass;
-  engine.algo = cfg.algo;
-  engine.workspace_limit = cfg.workspace_limit;
-  engine.tuning = cfg.tuning;
-  engine.tuning_cache = cfg.tuning_cache;
-  engine.cudnn_algo = cfg.cudnn_algo;
-  if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
-  if (!cfg.fft.empty() && cfg.fft != "all") {
-    long long fh = 0, fw = 0;
-    if (std::sscanf(cfg.fft.c_str(), "%lldx%lld", &fh, &fw) != 2) {
-      r.status = "error: --fft expects HxW or all";
-      return r;
-    }
-    engine.fft_h = fh;
-    engine.fft_w = fw;
-  }
+  if (!engine_options(cfg, pass, engine, r.status)) return r;
   try {
-    const Timed t = time_plan(d, engine, in, cfg, stream, cfg.stages);
+    const Timed t = time_plan(d, engine, in, cfg, stream, cfg.stages, false, !cfg.interleave);
     r.stages = t.stages;
     r.gemm_flops = t.info.gemm_flops;
     r.gemm_min_bytes = t.info.gemm_min_bytes;
@@ -659,6 +687,58 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
   return r;
 }
 
+// --interleave: the engine's time for `pass` on each row of `group` (one shape in several
+// dtypes; seeds as run_row's), timed in turn; NaN for a row that does not plan.
+std::vector<double> interleaved_ms(const std::vector<const ft::ShapeRow*>& group,
+                                   const std::vector<std::uint64_t>& seeds, Pass pass,
+                                   const Config& cfg, cudaStream_t stream) {
+  struct Variant {
+    Inputs in;
+    std::unique_ptr<Plan> plan;
+    ft::DeviceBuffer ws;
+    std::unique_ptr<ft::GraphSet> graphs;
+  };
+  std::vector<std::unique_ptr<Variant>> variants;  // the runs below point into these
+  std::vector<std::function<void(int)>> runs;
+  std::vector<std::size_t> row_of_run;
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    Options o;
+    std::string status;
+    if (!engine_options(cfg, pass, o, status)) continue;
+    try {
+      auto v = std::make_unique<Variant>();
+      Variant* p = v.get();
+      p->in = make_inputs(group[g]->desc, pass, seeds[g]);
+      p->plan = std::make_unique<Plan>(group[g]->desc, o);
+      p->ws = ft::DeviceBuffer(p->plan->workspace_size());
+      auto direct = [p, pass, stream](int c) {
+        run_pass(*p->plan, pass, p->in, p->ws, c, false, stream);
+      };
+      if (cfg.graph) {
+        p->graphs = std::make_unique<ft::GraphSet>(direct, p->in.copies, stream);
+        runs.emplace_back([p, stream](int i) { p->graphs->launch(i, stream); });
+      } else {
+        runs.emplace_back([p, direct](int i) { direct(i % p->in.copies); });
+      }
+      row_of_run.push_back(g);
+      variants.push_back(std::move(v));
+    } catch (const std::exception&) {
+      // run_row reported why this row does not run.
+    }
+  }
+  std::vector<double> ms(group.size(), NAN);
+  if (runs.empty()) return ms;
+  const std::vector<double> t = ft::interleaved_median_ms(runs, stream, cfg.warmup, cfg.iters);
+  for (std::size_t k = 0; k < t.size(); ++k) ms[row_of_run[k]] = t[k];
+  return ms;
+}
+
+// Whether two descriptors are the same shape in any dtype.
+bool same_shape(ConvDesc a, ConvDesc b) {
+  a.dtype = b.dtype = DType::kF32;
+  return a.to_string() == b.to_string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -707,9 +787,8 @@ int main(int argc, char** argv) {
   print_header();
   std::vector<Row> results;
   int failed = 0;
-  for (std::size_t i = 0; i < rows.size() * cfg.passes.size(); ++i) {
-    const std::size_t row = i / cfg.passes.size();
-    Row r = run_row(rows[row], cfg.passes[i % cfg.passes.size()], 1000 + 17 * row, cfg, stream);
+  // Prints a row with its sweeps and stages, and keeps it (the JSON is rewritten as rows come).
+  const auto report = [&](const Row& r) {
     if (r.verified && !r.ok) ++failed;
     print_row(r);
     if (!r.gemm_ms.empty()) {
@@ -739,6 +818,35 @@ int main(int argc, char** argv) {
     }
     results.push_back(r);
     if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name, false);
+  };
+  // Rows run in groups, pass by pass: one row each, or with --interleave a shape's dtypes
+  // (consecutive after --dtypes), whose engine times are then taken in turn.
+  std::vector<Row> group_rows;
+  for (std::size_t first = 0; first < rows.size();) {
+    std::size_t last = first + 1;
+    while (cfg.interleave && last < rows.size() && same_shape(rows[first].desc, rows[last].desc))
+      ++last;
+    for (Pass pass : cfg.passes) {
+      group_rows.clear();
+      std::vector<const ft::ShapeRow*> group;
+      std::vector<std::uint64_t> seeds;
+      for (std::size_t row = first; row < last; ++row) {
+        group.push_back(&rows[row]);
+        seeds.push_back(1000 + 17 * row);
+        group_rows.push_back(run_row(rows[row], pass, seeds.back(), cfg, stream));
+      }
+      if (cfg.interleave) {
+        const std::vector<double> ms = interleaved_ms(group, seeds, pass, cfg, stream);
+        for (std::size_t g = 0; g < group_rows.size(); ++g) {
+          Row& r = group_rows[g];
+          r.engine_ms = ms[g];
+          if (r.algo == "fft") r.fft_ms = ms[g];
+          r.speedup = r.cudnn_ms / r.engine_ms;
+        }
+      }
+      for (const Row& r : group_rows) report(r);
+    }
+    first = last;
   }
   cudaStreamDestroy(stream);
   if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name, true);

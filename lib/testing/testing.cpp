@@ -284,6 +284,14 @@ std::vector<DType> parse_dtype_list(const std::string& list) {
   return out;
 }
 
+namespace {
+double median_of(std::vector<float> ms) {
+  std::sort(ms.begin(), ms.end());
+  const std::size_t n = ms.size();
+  return n % 2 ? ms[n / 2] : 0.5 * (double(ms[n / 2 - 1]) + double(ms[n / 2]));
+}
+}  // namespace
+
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters) {
   if (iters < 1) throw std::runtime_error("median_ms: iters must be at least 1");
   for (int i = 0; i < warmup; ++i) run(i);
@@ -301,20 +309,11 @@ double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int w
                "cudaEventElapsedTime");
   }
   for (auto& e : events) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+  return median_of(std::move(ms));
 }
 
-double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStream_t stream,
-                       int warmup, int iters) {
-  if (copies < 1) throw std::runtime_error("graph_median_ms: copies must be at least 1");
-  struct Graphs {
-    std::vector<cudaGraphExec_t> exec;
-    ~Graphs() {
-      for (cudaGraphExec_t e : exec) cudaGraphExecDestroy(e);
-    }
-  } graphs;
-  // One direct run first: first-call set-up (module loading, handles) stays out of the capture.
+GraphSet::GraphSet(const std::function<void(int)>& run, int copies, cudaStream_t stream) {
+  if (copies < 1) throw std::runtime_error("GraphSet: copies must be at least 1");
   run(0);
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   for (int c = 0; c < copies; ++c) {
@@ -325,22 +324,79 @@ double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStre
       cudaGraph_t broken = nullptr;
       cudaStreamEndCapture(stream, &broken);
       if (broken) cudaGraphDestroy(broken);
+      for (cudaGraphExec_t e : exec_) cudaGraphExecDestroy(e);
       throw;
     }
     cudaGraph_t graph = nullptr;
-    cuda_check(cudaStreamEndCapture(stream, &graph), "end capture");
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    cuda_check(err, "cudaGraphInstantiate");
-    graphs.exec.push_back(exec);
+    cudaError_t err = cudaStreamEndCapture(stream, &graph);
+    if (err == cudaSuccess) {
+      err = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+    }
+    if (err != cudaSuccess) {
+      for (cudaGraphExec_t e : exec_) cudaGraphExecDestroy(e);
+      cuda_check(err, "capturing a pass in a CUDA graph");
+    }
+    exec_.push_back(exec);
   }
-  return median_ms(
-      [&](int i) {
-        cuda_check(cudaGraphLaunch(graphs.exec[static_cast<std::size_t>(i % copies)], stream),
-                   "cudaGraphLaunch");
-      },
-      stream, warmup, iters);
+}
+
+GraphSet::~GraphSet() {
+  for (cudaGraphExec_t e : exec_) cudaGraphExecDestroy(e);
+}
+
+void GraphSet::launch(int i, cudaStream_t stream) const {
+  cuda_check(cudaGraphLaunch(exec_[static_cast<std::size_t>(i) % exec_.size()], stream),
+             "cudaGraphLaunch");
+}
+
+double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStream_t stream,
+                       int warmup, int iters) {
+  const GraphSet graphs(run, copies, stream);
+  return median_ms([&](int i) { graphs.launch(i, stream); }, stream, warmup, iters);
+}
+
+std::vector<int> interleaved_order(int round, int count) {
+  std::vector<int> order;
+  for (int j = 0; j < count; ++j) order.push_back((round + j) % count);
+  return order;
+}
+
+std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
+                                          cudaStream_t stream, int warmup, int iters) {
+  if (iters < 1) throw std::runtime_error("interleaved_median_ms: iters must be at least 1");
+  const int count = static_cast<int>(runs.size());
+  for (int i = 0; i < warmup; ++i) {
+    for (int v : interleaved_order(i, count)) runs[static_cast<std::size_t>(v)](i);
+  }
+  // events[v][2 * i], events[v][2 * i + 1]: run v's iteration i.
+  std::vector<std::vector<cudaEvent_t>> events(runs.size(),
+                                               std::vector<cudaEvent_t>(2 * std::size_t(iters)));
+  for (auto& per_run : events) {
+    for (auto& e : per_run) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  }
+  for (int i = 0; i < iters; ++i) {
+    for (int v : interleaved_order(i, count)) {
+      auto& e = events[static_cast<std::size_t>(v)];
+      cuda_check(cudaEventRecord(e[2 * std::size_t(i)], stream), "cudaEventRecord");
+      runs[static_cast<std::size_t>(v)](warmup + i);
+      cuda_check(cudaEventRecord(e[2 * std::size_t(i) + 1], stream), "cudaEventRecord");
+    }
+  }
+  cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::vector<double> medians;
+  for (auto& e : events) {
+    std::vector<float> ms(static_cast<std::size_t>(iters));
+    for (int i = 0; i < iters; ++i) {
+      cuda_check(cudaEventElapsedTime(&ms[static_cast<std::size_t>(i)], e[2 * std::size_t(i)],
+                                      e[2 * std::size_t(i) + 1]),
+                 "cudaEventElapsedTime");
+    }
+    for (auto& ev : e) cudaEventDestroy(ev);
+    medians.push_back(median_of(std::move(ms)));
+  }
+  return medians;
 }
 
 double direct_flops(const ConvDesc& d) {

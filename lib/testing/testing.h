@@ -125,10 +125,35 @@ double pass_bytes(const ConvDesc& d, Pass pass);
 /// each timed with its own pair of CUDA events on `stream`.
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters);
 
-/// As median_ms, but `run(c)` for each c < copies is captured once into a CUDA graph on `stream`
-/// (which must not be the legacy default stream), and timed iteration i replays graph i % copies:
-/// the device time of the work without the host's launch gaps.
+/// CUDA graphs of `run(c)` for each c < copies, each captured once on `stream` (which must not be
+/// the legacy default stream) after one direct call of run(0), so first-call set-up (module
+/// loading, handles) stays out of the capture.
+class GraphSet {
+ public:
+  GraphSet(const std::function<void(int)>& run, int copies, cudaStream_t stream);
+  ~GraphSet();
+  GraphSet(const GraphSet&) = delete;
+  GraphSet& operator=(const GraphSet&) = delete;
+  /// Replays graph i % copies on `stream`.
+  void launch(int i, cudaStream_t stream) const;
+
+ private:
+  std::vector<cudaGraphExec_t> exec_;
+};
+
+/// As median_ms, but timed iteration i replays the GraphSet of `run` (graph i % copies): the
+/// device time of the work without the host's launch gaps.
 double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStream_t stream,
                        int warmup, int iters);
+
+/// Median device times in ms of several runs timed in turn: iteration i times every run once,
+/// starting with run i % runs.size() and going round, each with its own pair of CUDA events, so
+/// that a drift of the device (clocks, caches) and the place in the sequence fall on every run
+/// alike. `warmup` untimed rounds first; run v receives its own iteration count.
+std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
+                                          cudaStream_t stream, int warmup, int iters);
+
+/// The order in which round i of interleaved_median_ms times `count` runs.
+std::vector<int> interleaved_order(int round, int count);
 
 }  // namespace fftconv::testing

@@ -97,6 +97,23 @@ TEST(Shapes, WithDtypesNamesVariantsAndDropsDuplicates) {
   EXPECT_THROW(parse_dtype_list(""), std::runtime_error);
 }
 
+// --interleave's rounds: every run once per round, each run first in turn, so over any
+// `count` consecutive rounds every run holds every place in the sequence once.
+TEST(Timing, InterleavedRoundsRotateEveryRunThroughEveryPlace) {
+  for (int count = 1; count <= 4; ++count) {
+    std::vector<std::vector<int>> seen(count, std::vector<int>(count, 0));  // [run][place]
+    for (int round = 7; round < 7 + count; ++round) {
+      const std::vector<int> order = interleaved_order(round, count);
+      ASSERT_EQ(static_cast<int>(order.size()), count);
+      EXPECT_EQ(order[0], round % count);
+      for (int place = 0; place < count; ++place) ++seen[order[place]][place];
+    }
+    for (int run = 0; run < count; ++run) {
+      for (int place = 0; place < count; ++place) EXPECT_EQ(seen[run][place], 1) << count;
+    }
+  }
+}
+
 TEST(Tensors, EncodeDecodeRoundTripsRepresentableValues) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
     const auto v = random_values(1000, 42, t);

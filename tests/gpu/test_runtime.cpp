@@ -2,6 +2,7 @@
 // is deterministic and capturable in a CUDA graph, the C API runs end to end.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "fftconv/fftconv.h"
@@ -128,6 +129,51 @@ TEST(Runtime, ForwardCapturesInACudaGraph) {
     cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
   }
+}
+
+// The benchmark's timing helpers: a GraphSet replays what it captured, and interleaved timing
+// calls every run once per round, warm-up included, and reports a time for each.
+TEST(Runtime, GraphSetAndInterleavedTiming) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 15, true);
+  Options o;
+  o.algo = Algo::kFft;
+  const Plan plan(d, o);
+  testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
+  cudaStream_t s;
+  testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  int direct_calls = 0;
+  const auto direct = [&](int) {
+    ++direct_calls;
+    plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), ws.bytes(), s);
+  };
+  {
+    const testing::GraphSet graphs(direct, 2, s);
+    EXPECT_EQ(direct_calls, 3);  // one direct call, then one capture per copy
+    y.poison();
+    graphs.launch(5, s);
+    testing::cuda_check(cudaStreamSynchronize(s), "sync");
+    std::vector<float> out(d.y_elems());
+    y.download(out.data(), 4 * out.size());
+    EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5));
+  }
+  std::vector<int> calls(3, 0);
+  std::vector<std::function<void(int)>> runs;
+  for (int v = 0; v < 3; ++v) {
+    runs.emplace_back([&, v](int i) {
+      ++calls[v];
+      direct(i);
+    });
+  }
+  const std::vector<double> ms = testing::interleaved_median_ms(runs, s, 2, 5);
+  ASSERT_EQ(ms.size(), 3u);
+  for (int v = 0; v < 3; ++v) {
+    EXPECT_EQ(calls[v], 7) << v;
+    EXPECT_GT(ms[v], 0.0) << v;
+    EXPECT_TRUE(std::isfinite(ms[v])) << v;
+  }
+  cudaStreamDestroy(s);
 }
 
 TEST(Runtime, PlanReportsItsChoices) {
