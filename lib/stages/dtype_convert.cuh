@@ -65,19 +65,4 @@ __device__ __forceinline__ float raw_to_float<__nv_bfloat16>(unsigned v) {
   return __uint_as_float(v << 16);  // bf16 is fp32's upper half
 }
 
-/// Two adjacent 2-byte elements as one 32-bit word (the lower address in the low half), rounded
-/// to nearest like from_float: one conversion instruction and one store for the two.
-template <typename T>
-__device__ __forceinline__ unsigned pack_pair(float lo, float hi);
-template <>
-__device__ __forceinline__ unsigned pack_pair<__half>(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&h);
-}
-template <>
-__device__ __forceinline__ unsigned pack_pair<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&h);
-}
-
 }  // namespace fftconv::detail

@@ -1,7 +1,6 @@
 #include "stages/stages.h"
 
 #include <algorithm>
-#include <cstdint>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -206,78 +205,8 @@ __device__ __forceinline__ float clip_value(const ClipParams& c, const float* pl
              : 0.0f;
 }
 
-// One round of a clip chunk at a time: element i = base + u * kWarp of round u, every read of the
-// round first (the result, and y when accumulating), then the math.
-template <typename T, bool kAccumulate, bool kTiled>
-__device__ __forceinline__ void clip_elements(const ClipParams& c, const float* plane0, T* dst,
-                                              int begin, int end, float b, int lane) {
-  for (int base = begin + lane; base < end; base += kRound * kWarp) {
-    float v[kRound];
-    raw_t<T> old[kRound];
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      const int i = base + u * kWarp;
-      v[u] = 0.0f;
-      old[u] = 0;
-      if (i < end) {
-        v[u] = clip_value<kTiled>(c, plane0, i);
-        if (kAccumulate) old[u] = load_raw(dst + i);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      const int i = base + u * kWarp;
-      if (i < end) {
-        float out = fmaf(v[u], c.a.scale, b);
-        if (kAccumulate) out = fmaf(c.a.beta, raw_to_float<T>(old[u]), out);
-        dst[i] = from_float<T>(out);
-      }
-    }
-  }
-}
-
-// The same for a 2-byte T by pairs of elements (2j, 2j + 1), j in [begin / 2, end / 2), each pair
-// one 32-bit word (begin, end and the plane's first element even; launch_clip checks): one
-// conversion and one store per two elements, where fp32 stores each. As single 2-byte stores the
-// fp16 clip ran up to 0.35 us longer than fp32's on a one-wave launch (Nsight Compute).
-template <typename T, bool kAccumulate, bool kTiled>
-__device__ __forceinline__ void clip_pairs(const ClipParams& c, const float* plane0, T* dst,
-                                           int begin, int end, float b, int lane) {
-  // Two pairs per round: the element path's four reads in flight, within 32 registers (ptxas
-  // spilled with four pairs).
-  constexpr int kPairRound = kRound / 2;
-  auto* words = reinterpret_cast<unsigned*>(dst);
-  for (int base = begin / 2 + lane; base < end / 2; base += kPairRound * kWarp) {
-    float v[kPairRound][2];
-    unsigned old[kPairRound];
-#pragma unroll
-    for (int u = 0; u < kPairRound; ++u) {
-      const int j = base + u * kWarp;
-      v[u][0] = v[u][1] = 0.0f;
-      old[u] = 0;
-      if (j < end / 2) {
-        v[u][0] = clip_value<kTiled>(c, plane0, 2 * j);
-        v[u][1] = clip_value<kTiled>(c, plane0, 2 * j + 1);
-        if (kAccumulate) old[u] = words[j];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kPairRound; ++u) {
-      const int j = base + u * kWarp;
-      if (j < end / 2) {
-        float lo = fmaf(v[u][0], c.a.scale, b), hi = fmaf(v[u][1], c.a.scale, b);
-        if (kAccumulate) {
-          lo = fmaf(c.a.beta, raw_to_float<T>(old[u] & 0xFFFFu), lo);
-          hi = fmaf(c.a.beta, raw_to_float<T>(old[u] >> 16), hi);
-        }
-        words[j] = pack_pair<T>(lo, hi);
-      }
-    }
-  }
-}
-
 // Clip: like pad, a warp per chunk of one output plane, 32-bit index math inside the plane.
-template <typename T, bool kAccumulate, bool kTiled, bool kPairs>
+template <typename T, bool kAccumulate, bool kTiled>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     clip_kernel(ClipParams c, int chunk) {
   const ClipArgs& a = c.a;
@@ -298,20 +227,39 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
         a.src + clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0) * c.g.fft_h *
                     c.g.pitch;
     T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
-    if constexpr (kPairs) {
-      clip_pairs<T, kAccumulate, kTiled>(c, plane0, dst, begin, end, b, lane);
-    } else {
-      clip_elements<T, kAccumulate, kTiled>(c, plane0, dst, begin, end, b, lane);
+    for (int base = begin + lane; base < end; base += kRound * kWarp) {
+      // Every read of the round first (the result, and y when accumulating), then the math.
+      float v[kRound];
+      raw_t<T> old[kRound];
+#pragma unroll
+      for (int u = 0; u < kRound; ++u) {
+        const int i = base + u * kWarp;
+        v[u] = 0.0f;
+        old[u] = 0;
+        if (i < end) {
+          v[u] = clip_value<kTiled>(c, plane0, i);
+          if (kAccumulate) old[u] = load_raw(dst + i);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kRound; ++u) {
+        const int i = base + u * kWarp;
+        if (i < end) {
+          float out = fmaf(v[u], a.scale, b);
+          if (kAccumulate) out = fmaf(a.beta, raw_to_float<T>(old[u]), out);
+          dst[i] = from_float<T>(out);
+        }
+      }
     }
   }
 }
 
-template <typename T, bool kTiled, bool kPairs>
-void clip_launch(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
+template <typename T, bool kTiled>
+void clip_tiled(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
   if (c.a.beta != 0.0f) {
-    clip_kernel<T, true, kTiled, kPairs><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    clip_kernel<T, true, kTiled><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   } else {
-    clip_kernel<T, false, kTiled, kPairs><<<grid, kPadThreads, 0, stream>>>(c, chunk);
+    clip_kernel<T, false, kTiled><<<grid, kPadThreads, 0, stream>>>(c, chunk);
   }
 }
 
@@ -319,18 +267,10 @@ template <typename T>
 void clip_typed(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stream) {
   // Tiled: the output spans more than one tile (forward passes over tiled inputs).
   if (c.g.tile_out_h < c.a.out_h || c.g.tile_out_w < c.a.out_w) {
-    clip_launch<T, true, false>(c, grid, chunk, stream);
-    return;
+    clip_tiled<T, true>(c, grid, chunk, stream);
+  } else {
+    clip_tiled<T, false>(c, grid, chunk, stream);
   }
-  // Untiled, a 2-byte type goes by pairs where every plane starts on a 4-byte boundary (chunks
-  // are multiples of 32 elements). Tiled pairs would spill past 32 registers.
-  if constexpr (sizeof(T) == 2) {
-    if ((c.a.out_h * c.a.out_w) % 2 == 0 && reinterpret_cast<std::uintptr_t>(c.a.y) % 4 == 0) {
-      clip_launch<T, false, true>(c, grid, chunk, stream);
-      return;
-    }
-  }
-  clip_launch<T, false, false>(c, grid, chunk, stream);
 }
 
 }  // namespace
