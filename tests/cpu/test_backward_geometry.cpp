@@ -12,6 +12,7 @@
 #include "geometry/fft_geometry.h"
 #include "reference/reference.h"
 #include "tuning/heuristics.h"
+#include "exact_inputs.h"
 
 namespace fftconv::detail {
 namespace {
@@ -83,14 +84,6 @@ std::vector<double> wgrad_pipeline(const ConvDesc& d, const std::vector<float>& 
   return dw;
 }
 
-// Nonzero integers: sums are exact in double, so equality is exact.
-std::vector<float> nonzero_ints(std::size_t count, std::mt19937& gen) {
-  std::uniform_int_distribution<int> dist(1, 1000), sign(0, 1);
-  std::vector<float> v(count);
-  for (float& e : v) e = float(dist(gen) * (sign(gen) ? 1 : -1));
-  return v;
-}
-
 struct Refs {
   std::vector<double> dx, dw;
 };
@@ -130,14 +123,9 @@ TEST(BackwardFftSizeRule, ExactAtTheForwardMinimumAndAbove) {
 
 TEST(BackwardFftSizeRule, TwoDimensionalRandomDescriptors) {
   std::mt19937 gen(11);
-  std::uniform_int_distribution<int> size(1, 14), ks(1, 6), pads(0, 5), strides(1, 3), dils(1, 3);
   int checked = 0;
   while (checked < 200) {
-    ConvDesc d;
-    d.h = size(gen); d.w = size(gen); d.r = ks(gen); d.s = ks(gen);
-    d.pad_h = pads(gen); d.pad_w = pads(gen);
-    d.stride_h = strides(gen); d.stride_w = strides(gen);
-    d.dil_h = dils(gen); d.dil_w = dils(gen);
+    const ConvDesc d = random_small_desc(gen);
     if (d.validate() != Status::kSuccess) continue;
     const auto x = nonzero_ints(d.x_elems(), gen);
     const auto w = nonzero_ints(d.w_elems(), gen);
