@@ -18,8 +18,9 @@
 #   FFTCONV_GPU_STEPS="build; test | bench" scripts/gpu_check.sh
 #   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
 # Steps: build, test (ctest), bench (fftconv-bench --verify on every suite CSV, and suite.csv
-# again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 timed in turn, 50 runs, with
-# bench_report's half-against-fp32 table, timed as direct calls and as CUDA-graph replays, then
+# again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 timed in turn, 200 rounds,
+# with a second fp32 copy as control and bench_report's half-against-fp32 table, timed as direct
+# calls and as CUDA-graph replays, then
 # --stages in both dtype orders), gbench
 # (fftconv_gbench, one JSON per pass), torch
 # (bench/torch_baseline.py), report (bench_report and bench_compare), blur (fftconv-blur and the
@@ -138,20 +139,22 @@ if step bench; then
 fi
 if step dtypes; then
   # fp16 and bf16 against fp32, a row's dtypes timed in turn (--interleave: the same GPU state
-  # for every dtype), and where the time goes: the forward stages with either dtype first.
+  # for every dtype), each against fp32 round by round with its 95% interval, and (--control) a
+  # second copy of the fp32 case against the first: the spread of two runs of the same work.
+  # Then where the time goes: the forward stages with either dtype first.
   limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
-    --dtypes f32,f16,bf16 --interleave --no-cudnn --verify --iters 50 --json "$OUT/dtypes.json" \
-    >"$OUT/dtypes.txt" 2>&1 || status=1
+    --dtypes f32,f16,bf16 --interleave --control --no-cudnn --verify --iters 200 \
+    --json "$OUT/dtypes.json" >"$OUT/dtypes.txt" 2>&1 || status=1
   tail -1 "$OUT/dtypes.txt"
   scripts/bench_report "$OUT/dtypes.json" --shapes data/shapes/suite.csv --markdown "$OUT/dtypes.md" \
-    >/dev/null && grep -E "^- (f16|bf16):" "$OUT/dtypes.md"
+    >/dev/null && grep -E "^- (f16|bf16|fp32 copy)" "$OUT/dtypes.md"
   # The same as CUDA-graph replays: the device's time without the host's launch gaps, which
   # decide the rows of 20-50 us.
   limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
-    --dtypes f32,f16,bf16 --interleave --no-cudnn --graph --iters 50 --json "$OUT/dtypes-graph.json" \
-    >"$OUT/dtypes-graph.txt" 2>&1 || status=1
+    --dtypes f32,f16,bf16 --interleave --control --no-cudnn --graph --iters 200 \
+    --json "$OUT/dtypes-graph.json" >"$OUT/dtypes-graph.txt" 2>&1 || status=1
   scripts/bench_report "$OUT/dtypes-graph.json" --shapes data/shapes/suite.csv \
-    --markdown "$OUT/dtypes-graph.md" >/dev/null && grep -E "^- (f16|bf16):" "$OUT/dtypes-graph.md"
+    --markdown "$OUT/dtypes-graph.md" >/dev/null && grep -E "^- (f16|bf16|fp32 copy)" "$OUT/dtypes-graph.md"
   for order in f32,f16 f16,f32; do
     limited dtypes "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --dtypes "$order" \
       --stages --no-cudnn --json "$OUT/stages-$order.json" >"$OUT/stages-$order.txt" 2>&1 || status=1

@@ -51,6 +51,7 @@ struct Config {
   bool stages = false;
   bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
   bool interleave = false;  // --interleave: time a row's dtypes in turn
+  bool control = false;     // --control: with --interleave, a second copy of the first dtype too
   std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
@@ -81,6 +82,11 @@ struct Row {
   std::vector<fftconv::StageTime> stages;  // --stages: the engine's stages
   std::vector<std::pair<std::string, double>> fft_sizes_ms;  // --fft all: time per FFT size
   double gemm_flops = 0.0, gemm_min_bytes = 0.0;
+  // --interleave: this row's time against the first row of its group (the first of --dtypes),
+  // round by round (testing::paired_ratio); on that first row, --control's second copy of it.
+  ft::PairedRatio paired, control;
+  bool has_paired = false, has_control = false;
+  std::string paired_base;  // the dtype of the group's first row
 };
 
 [[noreturn]] void usage(int code) {
@@ -100,7 +106,13 @@ struct Row {
       "                    baselines are timed as direct calls either way)\n"
       "  --interleave      with --dtypes: time the engine on a row's dtypes in turn (iteration i\n"
       "                    of every dtype before iteration i+1 of any, in rotating order), so a\n"
-      "                    drift of the device falls on every dtype alike\n"
+      "                    drift of the device falls on every dtype alike; each dtype's\n"
+      "                    time against the first one's, round by round: the median ratio\n"
+      "                    and its 95% interval (JSON paired_ratio, paired_lo, paired_hi)\n"
+      "  --control         with --interleave: time a second, separate copy of the first dtype\n"
+      "                    (its own plan and tensors) in turn with the others; its ratio to the\n"
+      "                    first (JSON control_ratio, control_lo, control_hi) shows how far\n"
+      "                    two runs of the same work differ\n"
       "  --warmup N        untimed runs first (default 5)\n"
       "  --algo A          engine algorithm: auto (default), fft or cudnn\n"
       "  --cudnn-algo NAME the engine's cuDNN algorithm (with --algo cudnn; names as in\n"
@@ -215,6 +227,8 @@ Config parse_args(int argc, char** argv) {
       c.graph = true;
     } else if (a == "--interleave") {
       c.interleave = true;
+    } else if (a == "--control") {
+      c.control = true;
     } else if (a == "--tuning") {
       c.tuning = fftconv::parse_tuning(value(i));
     } else if (a == "--tuning-cache") {
@@ -234,6 +248,10 @@ Config parse_args(int argc, char** argv) {
   }
   if (c.shape_files.empty() && c.single.empty()) {
     std::fprintf(stderr, "fftconv-bench: give --shapes FILE.csv or a shape (--desc, --n ...)\n");
+    usage(2);
+  }
+  if (c.control && !c.interleave) {
+    std::fprintf(stderr, "fftconv-bench: --control needs --interleave\n");
     usage(2);
   }
   if (c.interleave && c.dtypes.size() < 2) {
@@ -404,7 +422,8 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
                     : "median of CUDA-event times per pass")
       << (cfg.interleave ? ", a row's dtypes timed in turn" : "")
       << "\", \"graph\": " << (cfg.graph ? "true" : "false")
-      << ", \"interleave\": " << (cfg.interleave ? "true" : "false") << ", \"complete\": "
+      << ", \"interleave\": " << (cfg.interleave ? "true" : "false")
+      << ", \"control\": " << (cfg.control ? "true" : "false") << ", \"complete\": "
       << (complete ? "true" : "false") << "},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -423,6 +442,18 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
         << r.gemm << "\", \"workspace_bytes\": " << r.workspace_bytes
         << ", \"floor_ms\": " << jnum(r.floor_ms) << ", \"status\": \"" << json_escape(r.status)
         << "\", \"reason\": \"" << json_escape(r.reason) << "\"";
+    const auto ratio = [&out](const char* key, const ft::PairedRatio& p) {
+      out << ", \"" << key << "_ratio\": " << jnum(p.median) << ", \"" << key
+          << "_lo\": " << jnum(p.lo) << ", \"" << key << "_hi\": " << jnum(p.hi);
+    };
+    if (r.has_paired) {
+      ratio("paired", r.paired);
+      out << ", \"paired_base\": \"" << r.paired_base << "\"";
+    }
+    if (r.has_control) ratio("control", r.control);
+    if (r.has_paired || r.has_control) {
+      out << ", \"rounds\": " << (r.has_paired ? r.paired : r.control).rounds;
+    }
     if (!r.fft_sizes_ms.empty()) {
       out << ", \"fft_sizes_ms\": {";
       for (std::size_t k = 0; k < r.fft_sizes_ms.size(); ++k) {
@@ -687,11 +718,14 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
   return r;
 }
 
-// --interleave: the engine's time for `pass` on each row of `group` (one shape in several
-// dtypes; seeds as run_row's), timed in turn; NaN for a row that does not plan.
-std::vector<double> interleaved_ms(const std::vector<const ft::ShapeRow*>& group,
-                                   const std::vector<std::uint64_t>& seeds, Pass pass,
-                                   const Config& cfg, cudaStream_t stream) {
+// --interleave: the engine's times for `pass` on each row of `group` (one shape in several
+// dtypes; seeds as run_row's), timed in turn; empty for a row that does not plan. With
+// cfg.control the last entry holds a second, separate copy of the first row's run (empty when
+// the first row does not plan).
+std::vector<std::vector<float>> interleaved_times(const std::vector<const ft::ShapeRow*>& group,
+                                                  const std::vector<std::uint64_t>& seeds,
+                                                  Pass pass, const Config& cfg,
+                                                  cudaStream_t stream) {
   struct Variant {
     Inputs in;
     std::unique_ptr<Plan> plan;
@@ -700,8 +734,11 @@ std::vector<double> interleaved_ms(const std::vector<const ft::ShapeRow*>& group
   };
   std::vector<std::unique_ptr<Variant>> variants;  // the runs below point into these
   std::vector<std::function<void(int)>> runs;
-  std::vector<std::size_t> row_of_run;
-  for (std::size_t g = 0; g < group.size(); ++g) {
+  std::vector<std::size_t> slot_of_run;
+  const std::size_t slots = group.size() + (cfg.control ? 1 : 0);
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    const std::size_t g = slot < group.size() ? slot : 0;  // the control copies row 0
+    if (slot == group.size() && (slot_of_run.empty() || slot_of_run[0] != 0)) break;
     Options o;
     std::string status;
     if (!engine_options(cfg, pass, o, status)) continue;
@@ -720,17 +757,17 @@ std::vector<double> interleaved_ms(const std::vector<const ft::ShapeRow*>& group
       } else {
         runs.emplace_back([p, direct](int i) { direct(i % p->in.copies); });
       }
-      row_of_run.push_back(g);
+      slot_of_run.push_back(slot);
       variants.push_back(std::move(v));
     } catch (const std::exception&) {
       // run_row reported why this row does not run.
     }
   }
-  std::vector<double> ms(group.size(), NAN);
-  if (runs.empty()) return ms;
-  const std::vector<double> t = ft::interleaved_median_ms(runs, stream, cfg.warmup, cfg.iters);
-  for (std::size_t k = 0; k < t.size(); ++k) ms[row_of_run[k]] = t[k];
-  return ms;
+  std::vector<std::vector<float>> times(slots);
+  if (runs.empty()) return times;
+  auto t = ft::interleaved_times_ms(runs, stream, cfg.warmup, cfg.iters);
+  for (std::size_t k = 0; k < t.size(); ++k) times[slot_of_run[k]] = std::move(t[k]);
+  return times;
 }
 
 // Whether two descriptors are the same shape in any dtype.
@@ -816,6 +853,12 @@ int main(int argc, char** argv) {
       }
       std::printf("\n");
     }
+    const auto print_ratio = [](const char* what, const ft::PairedRatio& p) {
+      std::printf("  %s, round by round: %.4f [%.4f, %.4f] (%.1f%% interval, %d rounds)\n", what,
+                  p.median, p.lo, p.hi, 100.0 * p.coverage, p.rounds);
+    };
+    if (r.has_paired) print_ratio("against the first dtype", r.paired);
+    if (r.has_control) print_ratio("a second copy against this one", r.control);
     results.push_back(r);
     if (!cfg.json_path.empty()) write_json(cfg.json_path, cfg, results, prop.name, false);
   };
@@ -836,12 +879,22 @@ int main(int argc, char** argv) {
         group_rows.push_back(run_row(rows[row], pass, seeds.back(), cfg, stream));
       }
       if (cfg.interleave) {
-        const std::vector<double> ms = interleaved_ms(group, seeds, pass, cfg, stream);
+        const auto times = interleaved_times(group, seeds, pass, cfg, stream);
+        const std::vector<float>& base = times[0];
         for (std::size_t g = 0; g < group_rows.size(); ++g) {
           Row& r = group_rows[g];
-          r.engine_ms = ms[g];
-          if (r.algo == "fft") r.fft_ms = ms[g];
+          r.engine_ms = times[g].empty() ? NAN : ft::median_of(times[g]);
+          if (r.algo == "fft") r.fft_ms = r.engine_ms;
           r.speedup = r.cudnn_ms / r.engine_ms;
+          if (g > 0 && !base.empty() && !times[g].empty()) {
+            r.paired = ft::paired_ratio(base, times[g]);
+            r.has_paired = true;
+            r.paired_base = group_rows[0].dtype;
+          }
+        }
+        if (cfg.control && !base.empty() && !times.back().empty()) {
+          group_rows[0].control = ft::paired_ratio(base, times.back());
+          group_rows[0].has_control = true;
         }
       }
       for (const Row& r : group_rows) report(r);

@@ -284,13 +284,12 @@ std::vector<DType> parse_dtype_list(const std::string& list) {
   return out;
 }
 
-namespace {
 double median_of(std::vector<float> ms) {
+  if (ms.empty()) throw std::invalid_argument("median_of: no values");
   std::sort(ms.begin(), ms.end());
   const std::size_t n = ms.size();
   return n % 2 ? ms[n / 2] : 0.5 * (double(ms[n / 2 - 1]) + double(ms[n / 2]));
 }
-}  // namespace
 
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters) {
   if (iters < 1) throw std::runtime_error("median_ms: iters must be at least 1");
@@ -363,9 +362,9 @@ std::vector<int> interleaved_order(int round, int count) {
   return order;
 }
 
-std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
-                                          cudaStream_t stream, int warmup, int iters) {
-  if (iters < 1) throw std::runtime_error("interleaved_median_ms: iters must be at least 1");
+std::vector<std::vector<float>> interleaved_times_ms(
+    const std::vector<std::function<void(int)>>& runs, cudaStream_t stream, int warmup, int iters) {
+  if (iters < 1) throw std::runtime_error("interleaved_times_ms: iters must be at least 1");
   const int count = static_cast<int>(runs.size());
   for (int i = 0; i < warmup; ++i) {
     for (int v : interleaved_order(i, count)) runs[static_cast<std::size_t>(v)](i);
@@ -385,7 +384,7 @@ std::vector<double> interleaved_median_ms(const std::vector<std::function<void(i
     }
   }
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<double> medians;
+  std::vector<std::vector<float>> times;
   for (auto& e : events) {
     std::vector<float> ms(static_cast<std::size_t>(iters));
     for (int i = 0; i < iters; ++i) {
@@ -394,9 +393,65 @@ std::vector<double> interleaved_median_ms(const std::vector<std::function<void(i
                  "cudaEventElapsedTime");
     }
     for (auto& ev : e) cudaEventDestroy(ev);
+    times.push_back(std::move(ms));
+  }
+  return times;
+}
+
+std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
+                                          cudaStream_t stream, int warmup, int iters) {
+  std::vector<double> medians;
+  for (auto& ms : interleaved_times_ms(runs, stream, warmup, iters)) {
     medians.push_back(median_of(std::move(ms)));
   }
   return medians;
+}
+
+PairedRatio paired_ratio(const std::vector<float>& base, const std::vector<float>& other,
+                         double confidence) {
+  if (base.empty() || base.size() != other.size()) {
+    throw std::invalid_argument("paired_ratio: needs two equally long, non-empty series");
+  }
+  if (!(confidence > 0.0 && confidence < 1.0)) {
+    throw std::invalid_argument("paired_ratio: confidence must lie in (0, 1)");
+  }
+  std::vector<float> r;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    if (!(base[i] > 0.0f) || !(other[i] >= 0.0f)) {
+      throw std::invalid_argument("paired_ratio: times must be positive");
+    }
+    r.push_back(other[i] / base[i]);
+  }
+  const int n = static_cast<int>(r.size());
+  PairedRatio p;
+  p.rounds = n;
+  p.median = median_of(r);
+  std::sort(r.begin(), r.end());
+  // The median lies below the j-th smallest ratio (1-based) unless at least j ratios fall below
+  // it: P = P(Binomial(n, 1/2) <= j - 1) on each side. The largest j with 2P <= 1 - confidence
+  // gives the interval [r_(j), r_(n+1-j)] of coverage 1 - 2P; with too few rounds for any j,
+  // the whole range (coverage 1 - 2^(1-n)).
+  const double alpha = (1.0 - confidence) / 2.0;
+  double tail = 0.0;  // P(B <= k)
+  int j = 0;
+  for (int k = 0; k < n; ++k) {
+    const double log_pk = std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) -
+                          n * std::log(2.0);
+    const double next = tail + std::exp(log_pk);
+    if (next > alpha) break;
+    tail = next;
+    j = k + 1;
+  }
+  if (j == 0) {
+    p.lo = r.front();
+    p.hi = r.back();
+    p.coverage = 1.0 - 2.0 * std::pow(0.5, n);
+  } else {
+    p.lo = r[static_cast<std::size_t>(j - 1)];
+    p.hi = r[static_cast<std::size_t>(n - j)];
+    p.coverage = 1.0 - 2.0 * tail;
+  }
+  return p;
 }
 
 double direct_flops(const ConvDesc& d) {

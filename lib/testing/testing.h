@@ -121,6 +121,9 @@ double direct_flops(const ConvDesc& d);
 /// Bytes of the tensors one pass reads and writes, once each.
 double pass_bytes(const ConvDesc& d, Pass pass);
 
+/// The median of `values` (the mean of the middle two for an even count); throws when empty.
+double median_of(std::vector<float> values);
+
 /// Median device time in ms of `run(iteration)` over `iters` timed runs after `warmup` runs,
 /// each timed with its own pair of CUDA events on `stream`.
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters);
@@ -153,7 +156,27 @@ double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStre
 std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
                                           cudaStream_t stream, int warmup, int iters);
 
+/// As interleaved_median_ms, but every timed iteration: times[v][i] is run v's iteration i, in
+/// ms. Iteration i of every run falls in the same round, so times[a][i] and times[b][i] pair.
+std::vector<std::vector<float>> interleaved_times_ms(
+    const std::vector<std::function<void(int)>>& runs, cudaStream_t stream, int warmup, int iters);
+
 /// The order in which round i of interleaved_median_ms times `count` runs.
 std::vector<int> interleaved_order(int round, int count);
+
+/// How much slower run `other` is than run `base` when both were timed in turn: the median of
+/// the per-round ratios other[i] / base[i], with a distribution-free confidence interval for that
+/// median (two order statistics of the ratios, chosen by the binomial distribution; no
+/// assumption on the distribution of times). A ratio whose interval lies above 1 is slower
+/// beyond what the rounds' spread explains.
+struct PairedRatio {
+  double median = 0.0;    ///< median of the per-round ratios
+  double lo = 0.0;        ///< lower end of the interval
+  double hi = 0.0;        ///< upper end of the interval
+  double coverage = 0.0;  ///< the interval's exact coverage (below `confidence` for few rounds)
+  int rounds = 0;
+};
+PairedRatio paired_ratio(const std::vector<float>& base, const std::vector<float>& other,
+                         double confidence = 0.95);
 
 }  // namespace fftconv::testing

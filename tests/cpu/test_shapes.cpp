@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
+#include <stdexcept>
+#include <vector>
 
 #include "testing/testing.h"
 
@@ -112,6 +116,50 @@ TEST(Timing, InterleavedRoundsRotateEveryRunThroughEveryPlace) {
       for (int place = 0; place < count; ++place) EXPECT_EQ(seen[run][place], 1) << count;
     }
   }
+}
+
+// Paired ratios of runs timed in turn: the median of the per-round ratios and its order-statistic
+// interval, whose ranks for 100 and 20 rounds are the binomial tables' (40th and 61st; 6th and
+// 15th).
+TEST(Timing, PairedRatioIsTheMedianRoundRatioWithItsOrderStatisticInterval) {
+  std::mt19937_64 gen(5);
+  for (const int n : {100, 20}) {
+    std::vector<float> base(n), other(n);
+    std::vector<int> order(n);
+    for (int i = 0; i < n; ++i) order[i] = i + 1;
+    std::shuffle(order.begin(), order.end(), gen);
+    for (int i = 0; i < n; ++i) {
+      base[i] = 0.25f * float(1 + i % 3);  // exact in binary: the ratios are the ranks
+      other[i] = base[i] * float(order[i]);
+    }
+    const PairedRatio p = paired_ratio(base, other);
+    EXPECT_EQ(p.rounds, n);
+    EXPECT_DOUBLE_EQ(p.median, 0.5 * (n / 2 + n / 2 + 1));
+    EXPECT_DOUBLE_EQ(p.lo, n == 100 ? 40.0 : 6.0);
+    EXPECT_DOUBLE_EQ(p.hi, n == 100 ? 61.0 : 15.0);
+    // 1 - 2 P(Binomial(n, 1/2) <= 39) and <= 5.
+    EXPECT_NEAR(p.coverage, n == 100 ? 0.96480 : 0.95861, 5e-5);
+  }
+  // A drift common to both runs cancels round by round.
+  std::vector<float> base, other;
+  for (int i = 0; i < 50; ++i) {
+    base.push_back(0.5f + 0.25f * float(i % 4));
+    other.push_back(base.back() * 1.5f);
+  }
+  const PairedRatio drift = paired_ratio(base, other);
+  EXPECT_DOUBLE_EQ(drift.median, 1.5);
+  EXPECT_DOUBLE_EQ(drift.lo, 1.5);
+  EXPECT_DOUBLE_EQ(drift.hi, 1.5);
+  // Five rounds are too few for a 95% interval: the whole range, with its own coverage.
+  const PairedRatio few = paired_ratio({1, 1, 1, 1, 1}, {3, 1, 2, 5, 4});
+  EXPECT_DOUBLE_EQ(few.median, 3.0);
+  EXPECT_DOUBLE_EQ(few.lo, 1.0);
+  EXPECT_DOUBLE_EQ(few.hi, 5.0);
+  EXPECT_DOUBLE_EQ(few.coverage, 1.0 - 2.0 / 32.0);
+  EXPECT_THROW(paired_ratio({1, 1}, {1}), std::invalid_argument);
+  EXPECT_THROW(paired_ratio({}, {}), std::invalid_argument);
+  EXPECT_THROW(paired_ratio({1, 0}, {1, 1}), std::invalid_argument);
+  EXPECT_THROW(paired_ratio({1}, {1}, 1.0), std::invalid_argument);
 }
 
 TEST(Tensors, EncodeDecodeRoundTripsRepresentableValues) {

@@ -375,6 +375,37 @@ class ReportTest(unittest.TestCase):
         # Without pairs there is no such section.
         self.assertNotIn("## fp16 and bf16", self.report("--dtypes", "f32"))
 
+    def test_half_dtypes_round_by_round(self):
+        # fftconv-bench --interleave --control: each half case against fp32 round by round, and
+        # fp32 against a second copy of itself; an interval wholly above 1 is named.
+        def row(name, dtype, ms, **extra):
+            return dict({"name": name, "pass": "fwd", "dtype": dtype, "engine_ms": ms}, **extra)
+        doc = {"meta": {"command": "fftconv-bench --dtypes f32,f16 --interleave --control"},
+               "rows": [
+                   row("a", "f32", 1.0, control_ratio=1.001, control_lo=0.998, control_hi=1.003),
+                   row("a_f16", "f16", 1.002, paired_ratio=1.002, paired_lo=0.999,
+                       paired_hi=1.004, paired_base="f32"),
+                   row("b", "f32", 2.0, control_ratio=0.999, control_lo=0.997, control_hi=1.001),
+                   row("b_f16", "f16", 2.1, paired_ratio=1.05, paired_lo=1.04, paired_hi=1.06,
+                       paired_base="f32"),
+                   # Against bf16, not fp32: no round-by-round cell.
+                   row("c", "f32", 1.0),
+                   row("c_f16", "f16", 1.0, paired_ratio=0.9, paired_lo=0.8, paired_hi=0.95,
+                       paired_base="bf16")]}
+        with tempfile.TemporaryDirectory() as d:
+            p = run(REPORT, write_json(d, "paired.json", doc))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        section = p.stdout[p.stdout.index("## fp16 and bf16 against fp32"):]
+        self.assertEqual(row_of(section, "a", "fwd")[2:7],
+                         ["1.0000", "1.0010 [0.9980, 1.0030]", "1.0020", "1.0020",
+                          "1.0020 [0.9990, 1.0040]"])
+        self.assertEqual(row_of(section, "c", "fwd")[3], "–")
+        self.assertEqual(row_of(section, "c", "fwd")[6], "–")
+        self.assertIn("- f16, round by round: median ratio at most 1 on 0 of 2; interval wholly "
+                      "above 1 on 1 of 2 (b_f16 fwd).", section)
+        self.assertIn("- fp32 copy against fp32, round by round: median ratios from 0.9990 to "
+                      "1.0010; interval wholly above 1 on 0 of 2.", section)
+
     def test_sources_without_paths(self):
         md = self.report()
         self.assertIn("`report_torch.json`", md)
