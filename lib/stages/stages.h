@@ -30,7 +30,8 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
 ///                [clip_read(lp, stride_h, off_h, fft_h, wrap)][clip_read(lq, ...)]
 ///                + bias[kk] + beta * y[o][p][q]
 /// with lp, lq the position inside the tile and a read of -1 giving 0; src holds the c2r result
-/// planes (FftGeometry's pitch); bias may be null; y is read only when beta != 0.
+/// planes (FftGeometry's pitch); bias may be null, and must be when beta != 0 (the forward pass
+/// adds a bias, the backward-filter pass accumulates); y is read only when beta != 0.
 /// Forward: offset 0, output stride, wrap. Backward data: offset = padding, stride 1, no wrap.
 /// Backward filter: offset 0, stride = dilation (the taps of the dilated kernel).
 struct ClipArgs {
