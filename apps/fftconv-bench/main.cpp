@@ -52,6 +52,7 @@ struct Config {
   bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
   bool interleave = false;  // --interleave: time a row's dtypes in turn
   bool control = false;     // --control: with --interleave, a second copy of the first dtype too
+  int placements = 4;       // --placements: workspaces and outputs each --interleave run rotates
   std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
@@ -109,6 +110,9 @@ struct Row {
       "                    drift of the device falls on every dtype alike; each dtype's\n"
       "                    time against the first one's, round by round: the median ratio\n"
       "                    and its 95% interval (JSON paired_ratio, paired_lo, paired_hi)\n"
+      "  --placements N    with --interleave: each dtype's runs rotate over N workspaces and\n"
+      "                    outputs of their own (default 4), so that no dtype's time rests on\n"
+      "                    where one allocation happened to land (inputs rotate as ever)\n"
       "  --control         with --interleave: time a second, separate copy of the first dtype\n"
       "                    (its own plan and tensors) in turn with the others; its ratio to the\n"
       "                    first (JSON control_ratio, control_lo, control_hi) shows how far\n"
@@ -229,6 +233,8 @@ Config parse_args(int argc, char** argv) {
       c.interleave = true;
     } else if (a == "--control") {
       c.control = true;
+    } else if (a == "--placements") {
+      c.placements = static_cast<int>(integer(a, value(i)));
     } else if (a == "--tuning") {
       c.tuning = fftconv::parse_tuning(value(i));
     } else if (a == "--tuning-cache") {
@@ -256,6 +262,10 @@ Config parse_args(int argc, char** argv) {
   }
   if (c.interleave && c.dtypes.size() < 2) {
     std::fprintf(stderr, "fftconv-bench: --interleave needs --dtypes with two or more dtypes\n");
+    usage(2);
+  }
+  if (c.placements < 1 || c.placements > 64) {
+    std::fprintf(stderr, "fftconv-bench: --placements must be from 1 to 64\n");
     usage(2);
   }
   if (c.iters < 1 || c.warmup < 0) {
@@ -318,23 +328,24 @@ struct Timed {
   std::vector<fftconv::StageTime> stages;
 };
 
-// One pass of `plan` on input copy c into in.out. kept: the plan holds the filter (set_filter),
-// so the pass gets w == nullptr (fwd and dgrad).
+// One pass of `plan` on input copy c into `out` (null: in.out). kept: the plan holds the filter
+// (set_filter), so the pass gets w == nullptr (fwd and dgrad).
 void run_pass(const Plan& plan, Pass pass, const Inputs& in, const ft::DeviceBuffer& ws, int c,
-              bool kept, cudaStream_t stream) {
+              bool kept, cudaStream_t stream, const ft::DeviceBuffer* out = nullptr) {
+  void* y = (out ? *out : in.out).get();
   const void* w = kept ? nullptr : in.w[static_cast<std::size_t>(c)].get();
   const auto at = [c](const std::vector<ft::DeviceBuffer>& v) {
     return v[static_cast<std::size_t>(c)].get();
   };
   switch (pass) {
     case Pass::kForward:
-      plan.forward(at(in.x), w, in.bias.get(), in.out.get(), ws.get(), ws.bytes(), stream);
+      plan.forward(at(in.x), w, in.bias.get(), y, ws.get(), ws.bytes(), stream);
       break;
     case Pass::kBackwardData:
-      plan.backward_data(at(in.dy), w, in.out.get(), ws.get(), ws.bytes(), stream);
+      plan.backward_data(at(in.dy), w, y, ws.get(), ws.bytes(), stream);
       break;
     case Pass::kBackwardFilter:
-      plan.backward_filter(at(in.x), at(in.dy), in.out.get(), ws.get(), ws.bytes(), stream);
+      plan.backward_filter(at(in.x), at(in.dy), y, ws.get(), ws.bytes(), stream);
       break;
   }
 }
@@ -423,7 +434,8 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
       << (cfg.interleave ? ", a row's dtypes timed in turn" : "")
       << "\", \"graph\": " << (cfg.graph ? "true" : "false")
       << ", \"interleave\": " << (cfg.interleave ? "true" : "false")
-      << ", \"control\": " << (cfg.control ? "true" : "false") << ", \"complete\": "
+      << ", \"control\": " << (cfg.control ? "true" : "false")
+      << ", \"placements\": " << (cfg.interleave ? cfg.placements : 1) << ", \"complete\": "
       << (complete ? "true" : "false") << "},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -726,10 +738,14 @@ std::vector<std::vector<float>> interleaved_times(const std::vector<const ft::Sh
                                                   const std::vector<std::uint64_t>& seeds,
                                                   Pass pass, const Config& cfg,
                                                   cudaStream_t stream) {
+  // Run c of a variant reads input copy c % in.copies and writes with workspace and output
+  // c % placements; `rotation` (the input copies rounded up to a multiple of the placements)
+  // runs cover every pairing of a placement.
   struct Variant {
     Inputs in;
     std::unique_ptr<Plan> plan;
-    ft::DeviceBuffer ws;
+    std::vector<ft::DeviceBuffer> ws, out;
+    int rotation = 1;
     std::unique_ptr<ft::GraphSet> graphs;
   };
   std::vector<std::unique_ptr<Variant>> variants;  // the runs below point into these
@@ -747,15 +763,21 @@ std::vector<std::vector<float>> interleaved_times(const std::vector<const ft::Sh
       Variant* p = v.get();
       p->in = make_inputs(group[g]->desc, pass, seeds[g]);
       p->plan = std::make_unique<Plan>(group[g]->desc, o);
-      p->ws = ft::DeviceBuffer(p->plan->workspace_size());
-      auto direct = [p, pass, stream](int c) {
-        run_pass(*p->plan, pass, p->in, p->ws, c, false, stream);
+      const int k = cfg.placements;
+      for (int j = 0; j < k; ++j) {
+        p->ws.emplace_back(p->plan->workspace_size());
+        p->out.emplace_back(p->in.out.bytes());
+      }
+      p->rotation = (p->in.copies + k - 1) / k * k;
+      auto direct = [p, pass, stream, k](int c) {
+        const auto at = static_cast<std::size_t>(c % k);
+        run_pass(*p->plan, pass, p->in, p->ws[at], c % p->in.copies, false, stream, &p->out[at]);
       };
       if (cfg.graph) {
-        p->graphs = std::make_unique<ft::GraphSet>(direct, p->in.copies, stream);
+        p->graphs = std::make_unique<ft::GraphSet>(direct, p->rotation, stream);
         runs.emplace_back([p, stream](int i) { p->graphs->launch(i, stream); });
       } else {
-        runs.emplace_back([p, direct](int i) { direct(i % p->in.copies); });
+        runs.emplace_back([p, direct](int i) { direct(i % p->rotation); });
       }
       slot_of_run.push_back(slot);
       variants.push_back(std::move(v));
