@@ -1,6 +1,7 @@
 #include "stages/stages.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -222,18 +223,21 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     c.chunks.divmod(w, plane, part);
     const int begin = part * chunk;
     const int end = min(begin + chunk, per_plane);
-    // The bias is read with the first round's reads and converted with its math: loaded and
-    // converted before the loop, the fp16 conversion made the round's reads wait for the
-    // bias's (Nsight Compute: seed3_landmark_same's one-wave fp16 clip 2.75 us against fp32's
-    // 2.62 us, median of 200 launches).
-    const T* bias_at = !kAccumulate && bias ? bias + plane % c.k : nullptr;  // forward only
-    raw_t<T> b_raw = 0;
+    // The bias (forward only) is read before the rounds. A 2-byte bias is converted after the
+    // first round's reads: converted before the loop, it made those reads wait for the bias's
+    // (Nsight Compute, seed3_landmark_same's one-wave clip: fp16 2.75 us against fp32's
+    // 2.62 us, median of 200 launches). The first round is peeled for that, as ptxas moves a
+    // conversion inside the loop out of it; reading the bias inside the loop instead cost the
+    // large clips 4% (replknet_dw31_14 0.0177 -> 0.0185 ms).
+    const raw_t<T> b_raw = !kAccumulate && bias ? load_raw(bias + plane % c.k) : raw_t<T>(0);
+    constexpr bool kConvertAfterReads = !kAccumulate && !std::is_same_v<T, float>;
+    float b = kConvertAfterReads ? 0.0f : raw_to_float<T>(b_raw);
     const float* plane0 =
         a.src + clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0) * c.g.fft_h *
                     c.g.pitch;
     T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
-    for (int base = begin + lane; base < end; base += kRound * kWarp) {
-      // Every read of the round first (the result, and y when accumulating), then the math.
+    // One round: every read first (the result, and y when accumulating), then the math.
+    const auto round = [&](int base, bool first) {
       float v[kRound];
       raw_t<T> old[kRound];
 #pragma unroll
@@ -246,8 +250,7 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
           if (kAccumulate) old[u] = load_raw(dst + i);
         }
       }
-      if (bias_at && base == begin + lane) b_raw = load_raw(bias_at);
-      const float b = raw_to_float<T>(b_raw);
+      if (first) b = raw_to_float<T>(b_raw);
 #pragma unroll
       for (int u = 0; u < kRound; ++u) {
         const int i = base + u * kWarp;
@@ -257,7 +260,13 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
           dst[i] = from_float<T>(out);
         }
       }
+    };
+    int base = begin + lane;
+    if (kConvertAfterReads && base < end) {
+      round(base, true);
+      base += kRound * kWarp;
     }
+    for (; base < end; base += kRound * kWarp) round(base, false);
   }
 }
 
