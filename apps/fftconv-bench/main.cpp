@@ -52,7 +52,7 @@ struct Config {
   bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
   bool interleave = false;  // --interleave: time a row's dtypes in turn
   bool control = false;     // --control: with --interleave, a second copy of the first dtype too
-  int placements = 4;       // --placements: workspaces and outputs each --interleave run rotates
+  int placements = 4;       // --placements: engine instances each --interleave run rotates over
   std::size_t workspace_limit = Options::kNoLimit;
   std::string fft;  // "" cost model, "HxW" forced, or "all" (time candidate sizes per FFT row)
   fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
@@ -110,9 +110,9 @@ struct Row {
       "                    drift of the device falls on every dtype alike; each dtype's\n"
       "                    time against the first one's, round by round: the median ratio\n"
       "                    and its 95% interval (JSON paired_ratio, paired_lo, paired_hi)\n"
-      "  --placements N    with --interleave: each dtype's runs rotate over N workspaces and\n"
-      "                    outputs of their own (default 4), so that no dtype's time rests on\n"
-      "                    where one allocation happened to land (inputs rotate as ever)\n"
+      "  --placements N    with --interleave: each dtype's runs rotate over N engine instances\n"
+      "                    (plan, workspace and output; default 4), so that no dtype's time\n"
+      "                    rests on where one plan's allocations happened to land\n"
       "  --control         with --interleave: time a second, separate copy of the first dtype\n"
       "                    (its own plan and tensors) in turn with the others; its ratio to the\n"
       "                    first (JSON control_ratio, control_lo, control_hi) shows how far\n"
@@ -738,13 +738,17 @@ std::vector<std::vector<float>> interleaved_times(const std::vector<const ft::Sh
                                                   const std::vector<std::uint64_t>& seeds,
                                                   Pass pass, const Config& cfg,
                                                   cudaStream_t stream) {
-  // Run c of a variant reads input copy c % in.copies and writes with workspace and output
-  // c % placements; `rotation` (the input copies rounded up to a multiple of the placements)
-  // runs cover every pairing of a placement.
+  // Run c of a variant reads input copy c % in.copies and runs engine instance c % placements
+  // (its own plan, workspace and output: two plans of one shape may differ by several percent on
+  // a launch-bound row, as cuFFT's tables and our buffers land elsewhere); `rotation` (the input
+  // copies rounded up to a multiple of the placements) runs cover every pairing of an instance.
+  struct Instance {
+    std::unique_ptr<Plan> plan;
+    ft::DeviceBuffer ws, out;
+  };
   struct Variant {
     Inputs in;
-    std::unique_ptr<Plan> plan;
-    std::vector<ft::DeviceBuffer> ws, out;
+    std::vector<Instance> engines;
     int rotation = 1;
     std::unique_ptr<ft::GraphSet> graphs;
   };
@@ -762,16 +766,18 @@ std::vector<std::vector<float>> interleaved_times(const std::vector<const ft::Sh
       auto v = std::make_unique<Variant>();
       Variant* p = v.get();
       p->in = make_inputs(group[g]->desc, pass, seeds[g]);
-      p->plan = std::make_unique<Plan>(group[g]->desc, o);
       const int k = cfg.placements;
       for (int j = 0; j < k; ++j) {
-        p->ws.emplace_back(p->plan->workspace_size());
-        p->out.emplace_back(p->in.out.bytes());
+        Instance e;
+        e.plan = std::make_unique<Plan>(group[g]->desc, o);
+        e.ws = ft::DeviceBuffer(e.plan->workspace_size());
+        e.out = ft::DeviceBuffer(p->in.out.bytes());
+        p->engines.push_back(std::move(e));
       }
       p->rotation = (p->in.copies + k - 1) / k * k;
       auto direct = [p, pass, stream, k](int c) {
-        const auto at = static_cast<std::size_t>(c % k);
-        run_pass(*p->plan, pass, p->in, p->ws[at], c % p->in.copies, false, stream, &p->out[at]);
+        const Instance& e = p->engines[static_cast<std::size_t>(c % k)];
+        run_pass(*e.plan, pass, p->in, e.ws, c % p->in.copies, false, stream, &e.out);
       };
       if (cfg.graph) {
         p->graphs = std::make_unique<ft::GraphSet>(direct, p->rotation, stream);
