@@ -1,0 +1,44 @@
+#include "core/timing.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "fftconv/status.hpp"
+
+namespace fftconv::detail {
+
+GpuTimer::GpuTimer() {
+  FFTCONV_CUDA_CHECK(cudaEventCreate(&start_));
+  const cudaError_t err = cudaEventCreate(&stop_);
+  if (err != cudaSuccess) {
+    cudaEventDestroy(start_);
+    FFTCONV_CUDA_CHECK(err);
+  }
+}
+
+GpuTimer::~GpuTimer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+}
+
+void GpuTimer::start(cudaStream_t stream) { FFTCONV_CUDA_CHECK(cudaEventRecord(start_, stream)); }
+void GpuTimer::stop(cudaStream_t stream) { FFTCONV_CUDA_CHECK(cudaEventRecord(stop_, stream)); }
+
+float GpuTimer::elapsed_ms() {
+  FFTCONV_CUDA_CHECK(cudaEventSynchronize(stop_));
+  float ms = 0.0f;
+  FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) throw Error(Status::kInvalidArgument, "median of no values");
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  if (values.size() % 2) return values[mid];
+  const double upper = values[mid];
+  const double lower = *std::max_element(values.begin(), values.begin() + mid);
+  return 0.5 * (lower + upper);
+}
+
+}  // namespace fftconv::detail
