@@ -140,6 +140,12 @@ const char* fftconv_status_string(fftconv_status_t status);
 /* Message of the last failed call on this thread ("" when none). */
 const char* fftconv_last_error_message(void);
 
+/* Logging (see fftconv/log.hpp): levels 0 off, 1 error, 2 warning, 3 info, 4 debug. The callback
+   receives each message at or above the level; NULL restores the default sink (stderr). */
+typedef void (*fftconv_log_callback_t)(int level, const char* message, void* user_data);
+void fftconv_set_log_callback(fftconv_log_callback_t callback, void* user_data);
+void fftconv_set_log_level(int level);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,8 @@
 #pragma once
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/log.hpp"
+#include "fftconv/options.hpp"
 #include "fftconv/plan.hpp"
 #include "fftconv/status.hpp"
 

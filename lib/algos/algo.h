@@ -4,11 +4,12 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include "fftconv/conv_desc.hpp"
-#include "fftconv/plan.hpp"
+#include "fftconv/options.hpp"
 
 namespace fftconv::detail {
 
@@ -55,11 +56,45 @@ class ConvAlgo {
   /// owns, so run() may be called with w == nullptr (forward and backward data). Enqueued on
   /// `stream`; may allocate.
   virtual void set_filter(const void* w, cudaStream_t stream) = 0;
-  /// Frees the kept filter (waits for the device first).
+  /// Frees the kept filter once the work already enqueued that reads it has finished (only that
+  /// work: see KeptFilterFence).
   virtual void clear_filter() = 0;
   virtual bool has_filter() const = 0;
   virtual std::size_t filter_bytes() const = 0;
+  /// Runs the forward pass `iters` times after one warm-up and returns the median time of each
+  /// stage. This default times the stages run() marks with CUDA events on `stream`; an
+  /// algorithm that runs elsewhere (the host) overrides it.
+  virtual std::vector<StageTime> profile_forward(const RunArgs& args, cudaStream_t stream,
+                                                 int iters);
 };
+
+/// Orders the release of a kept filter after the calls that read it: each such call marks its
+/// stream, and wait() blocks until the last mark of every stream has passed, not the whole
+/// device. Calls captured
+/// into a CUDA graph are not marked (an event cannot be waited for across a capture): the caller
+/// keeps graph replays finished before clearing the filter.
+class KeptFilterFence {
+ public:
+  KeptFilterFence() = default;
+  ~KeptFilterFence();
+  KeptFilterFence(const KeptFilterFence&) = delete;
+  KeptFilterFence& operator=(const KeptFilterFence&) = delete;
+  /// Marks `stream` after work that reads the kept filter (not while it is being captured).
+  void mark(cudaStream_t stream);
+  /// Waits for the last mark on each stream (no-op when none).
+  void wait() noexcept;
+
+ private:
+  struct Mark {
+    cudaStream_t stream;
+    cudaEvent_t event;
+  };
+  std::vector<Mark> marks_;  // one event per stream that read the filter
+};
+
+/// Throws Error(kOutOfMemory), naming the bytes, when the algorithm's workspace exceeds the free
+/// memory of the current device: a plan that cannot run fails at plan time, not at run time.
+void check_device_memory(const ConvAlgo& algo);
 
 /// Rounds up to the 256-byte alignment every workspace sub-buffer gets.
 constexpr std::size_t align_up(std::size_t bytes, std::size_t alignment = 256) {

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/device_buffer.h"
+#include "core/timing.h"
 #include "stages/fill.h"
 #include "stages/stages.h"
 #include "tuning/gemm_select.h"
@@ -33,30 +35,6 @@ std::string key_prefix(Pass pass) { return std::string(pass_name(pass)) + " "; }
 // Sizes timed by the FFT-size autotune: the cost model's ranking is rarely off by more than this.
 constexpr std::size_t kFftSizeCandidates = 3;
 constexpr int kFftSizeRuns = 3;
-
-struct Scratch {
-  void* ptr = nullptr;
-  explicit Scratch(std::size_t bytes) {
-    if (bytes) FFTCONV_CUDA_CHECK(cudaMalloc(&ptr, bytes));
-  }
-  ~Scratch() {
-    if (ptr) cudaFree(ptr);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  EventPair() {
-    FFTCONV_CUDA_CHECK(cudaEventCreate(&start));
-    FFTCONV_CUDA_CHECK(cudaEventCreate(&stop));
-  }
-  ~EventPair() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-};
 
 }  // namespace
 
@@ -123,6 +101,7 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   void* work = base + off_work_;
   const bool per_call_filter = !has_filter_input(pass_) || a.w != nullptr;
   FFTCONV_ASSERT(per_call_filter || kept_, "a pass without a filter and none kept");
+  if (!per_call_filter) kept_fence_.mark(stream);
 
   // 1. zero-pad both operand segments into one batch of FFT planes, unless the filter spectrum
   //    is kept. Input x: offset by the padding, one plane per tile. Filter w: at the origin,
@@ -159,7 +138,7 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   CgemmOperands ops;
   const auto* spec_a = reinterpret_cast<const float2*>(spec_in);
   const auto* spec_bc =
-      per_call_filter ? spec_a + planes_.a * g_.bins : reinterpret_cast<const float2*>(kept_);
+      per_call_filter ? spec_a + planes_.a * g_.bins : kept_.as<const float2>();
   // wgrad contracts A = DY (segment b) with B = X (segment a); the others A = segment a.
   ops.a = pass_ == Pass::kBackwardFilter ? spec_bc : spec_a;
   ops.b = pass_ == Pass::kBackwardFilter ? spec_a : spec_bc;
@@ -231,99 +210,82 @@ void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
   if (!kept_) {
     if (!r2c_w_) r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.b);
     const std::size_t bytes = static_cast<std::size_t>(planes_.b) * g_.bins * 8;
-    float* kept = nullptr;
-    cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&kept), bytes);
-    void* work = nullptr;
-    if (err == cudaSuccess && r2c_w_->work_size() > 0) {
-      err = cudaMalloc(&work, r2c_w_->work_size());
-      if (err != cudaSuccess) cudaFree(kept);
+    try {
+      DeviceBuffer kept(bytes);
+      DeviceBuffer work(r2c_w_->work_size());
+      kept_ = std::move(kept);
+      kept_work_ = std::move(work);
+    } catch (const Error& e) {
+      throw Error(e.status(), "set_filter: keeping the filter spectrum needs " +
+                                  std::to_string(bytes) + " bytes (" + mib(bytes) + ") and " +
+                                  std::to_string(r2c_w_->work_size()) +
+                                  " bytes of cuFFT scratch: " + e.what());
     }
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      throw Error(err == cudaErrorMemoryAllocation ? Status::kOutOfMemory : Status::kCudaError,
-                  "set_filter: keeping the filter spectrum needs " + std::to_string(bytes) +
-                      " bytes (" + mib(bytes) + ") and " + std::to_string(r2c_w_->work_size()) +
-                      " bytes of cuFFT scratch: " + cudaGetErrorString(err));
-    }
-    kept_ = kept;
-    kept_work_ = work;
   }
-  const PadSegment seg{w, kept_, planes_.b, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w},
-                       TileMap{}};
+  const PadSegment seg{w, kept_.as<float>(), planes_.b,
+                       Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, TileMap{}};
   launch_pad(&seg, 1, d_.dtype, g_, stream);
-  r2c_w_->exec(kept_, kept_work_, stream);
+  r2c_w_->exec(kept_.as<float>(), kept_work_.get(), stream);
+  kept_fence_.mark(stream);
 }
 
 void FftConvAlgo::clear_filter() {
-  // Free only once work already enqueued that may read the spectrum has finished.
-  if (kept_ || kept_work_) cudaDeviceSynchronize();
-  if (kept_) cudaFree(kept_);
-  if (kept_work_) cudaFree(kept_work_);
-  kept_ = nullptr;
-  kept_work_ = nullptr;
+  // Free only once the work already enqueued that reads the spectrum has finished.
+  kept_fence_.wait();
+  kept_.reset();
+  kept_work_.reset();
 }
 
 FftGeometry FftConvAlgo::tune_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
-  const std::string path = o.tuning_cache.empty() ? tuning_cache_path_from_env() : o.tuning_cache;
-  const std::string device = tuning_device_name();
-  const std::string key = "fwd " + d.to_string() + " fft-size";
-  if (!path.empty()) {
-    if (auto hit = tuning_cache(path).lookup(device, key)) {
-      long long fh = 0, fw = 0;
-      if (std::sscanf(hit->choice.c_str(), "%lldx%lld", &fh, &fw) == 2 && fh >= min_fft_h(d) &&
-          fw >= min_fft_w(d)) {
-        if (reason) *reason = "fft size from tuning cache " + path;
-        return make_fft_geometry(d, fh, fw);
-      }
-      std::fprintf(stderr,
-                   "fftconv: warning: tuning cache %s has an unusable FFT size '%s'; retuning\n",
-                   path.c_str(), hit->choice.c_str());
-    }
+  const TunedChoice cached(o, "fwd " + d.to_string() + " fft-size");
+  long long fh = 0, fw = 0;
+  const auto usable = [&](const std::string& choice) {
+    return std::sscanf(choice.c_str(), "%lldx%lld", &fh, &fw) == 2 && fh >= min_fft_h(d) &&
+           fw >= min_fft_w(d);
+  };
+  if (cached.find(usable, "FFT size")) {
+    if (reason) *reason = "fft size from tuning cache " + cached.path();
+    return make_fft_geometry(d, fh, fw);
   }
   const std::vector<FftGeometry> candidates = ranked_fft_geometries(d, kFftSizeCandidates);
   const std::size_t es = dtype_size(d.dtype);
-  Scratch x(es * d.x_elems()), w(es * d.w_elems()), y(es * d.y_elems());
-  launch_fill_uniform(x.ptr, d.x_elems(), d.dtype, 21, nullptr);
-  launch_fill_uniform(w.ptr, d.w_elems(), d.dtype, 22, nullptr);
+  DeviceBuffer x(es * d.x_elems()), w(es * d.w_elems()), y(es * d.y_elems());
+  launch_fill_uniform(x.get(), d.x_elems(), d.dtype, 21, nullptr);
+  launch_fill_uniform(w.get(), d.w_elems(), d.dtype, 22, nullptr);
   Options heuristic = o;
   heuristic.tuning = Tuning::kHeuristic;
-  EventPair ev;
+  GpuTimer timer;
   double best_ms = std::numeric_limits<double>::infinity();
   FftGeometry best = candidates.front();
   std::string timings;
   for (const FftGeometry& g : candidates) {
     if (!can_implement(d, o, g).ok()) continue;
     FftConvAlgo algo(d, heuristic, g);
-    Scratch ws(algo.workspace_size());
+    DeviceBuffer ws(algo.workspace_size());
     RunArgs args;
-    args.x = x.ptr;
-    args.w = w.ptr;
-    args.out = y.ptr;
-    args.workspace = ws.ptr;
+    args.x = x.get();
+    args.w = w.get();
+    args.out = y.get();
+    args.workspace = ws.get();
     algo.run(args, nullptr, nullptr);  // warm-up
-    std::vector<float> ms;
+    std::vector<double> ms;
     for (int i = 0; i < kFftSizeRuns; ++i) {
-      FFTCONV_CUDA_CHECK(cudaEventRecord(ev.start, nullptr));
+      timer.start(nullptr);
       algo.run(args, nullptr, nullptr);
-      FFTCONV_CUDA_CHECK(cudaEventRecord(ev.stop, nullptr));
-      FFTCONV_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-      float e = 0.0f;
-      FFTCONV_CUDA_CHECK(cudaEventElapsedTime(&e, ev.start, ev.stop));
-      ms.push_back(e);
+      timer.stop(nullptr);
+      ms.push_back(timer.elapsed_ms());
     }
-    std::sort(ms.begin(), ms.end());
+    const double med = median(std::move(ms));
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%s%s %.4f ms", timings.empty() ? "" : ", ",
-                  size_text(g).c_str(), ms[ms.size() / 2]);
+                  size_text(g).c_str(), med);
     timings += buf;
-    if (ms[ms.size() / 2] < best_ms) {
-      best_ms = ms[ms.size() / 2];
+    if (med < best_ms) {
+      best_ms = med;
       best = g;
     }
   }
-  if (!path.empty() && best_ms < std::numeric_limits<double>::infinity()) {
-    tuning_cache(path).store({device, key, size_text(best), best_ms});
-  }
+  if (best_ms < std::numeric_limits<double>::infinity()) cached.store(size_text(best), best_ms);
   if (reason) *reason = "fft size autotuned [" + timings + "]";
   return best;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "algos/algo.h"
+#include "core/device_buffer.h"
 #include "fft/cufft_plan.h"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
@@ -39,7 +40,7 @@ class FftConvAlgo final : public ConvAlgo {
   void fill_info(PlanInfo& info) const override;
   void set_filter(const void* w, cudaStream_t stream) override;
   void clear_filter() override;
-  bool has_filter() const override { return kept_ != nullptr; }
+  bool has_filter() const override { return static_cast<bool>(kept_); }
   std::size_t filter_bytes() const override;
 
   /// Bytes of the two spectrum buffers (operand planes, result planes) of Options::pass.
@@ -58,9 +59,9 @@ class FftConvAlgo final : public ConvAlgo {
   // the filter planes only (set_filter), and the c2r of the result planes.
   std::unique_ptr<CufftPlan2d> r2c_all_, r2c_a_, r2c_w_, c2r_;
   std::size_t off_out_ = 0, off_work_ = 0, off_gemm_ = 0, workspace_ = 0;
-  // Kept filter spectrum and the cuFFT scratch its transform uses; owned, allocated by set_filter.
-  float* kept_ = nullptr;
-  void* kept_work_ = nullptr;
+  // Kept filter spectrum and the cuFFT scratch its transform uses; allocated by set_filter.
+  DeviceBuffer kept_, kept_work_;
+  KeptFilterFence kept_fence_;
 };
 
 }  // namespace fftconv::detail

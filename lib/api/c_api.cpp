@@ -214,3 +214,34 @@ const char* fftconv_status_string(fftconv_status_t status) {
 const char* fftconv_last_error_message(void) { return g_last_error.c_str(); }
 
 }  // extern "C"
+
+namespace {
+// The C callback behind the C++ sink.
+struct CLogSink {
+  fftconv_log_callback_t callback = nullptr;
+  void* user_data = nullptr;
+};
+CLogSink g_c_log_sink;
+
+void forward_log(fftconv::LogLevel level, const char* message, void* user) {
+  const auto* sink = static_cast<const CLogSink*>(user);
+  sink->callback(static_cast<int>(level), message, sink->user_data);
+}
+}  // namespace
+
+extern "C" void fftconv_set_log_callback(fftconv_log_callback_t callback, void* user_data) {
+  if (!callback) {
+    fftconv::set_log_callback(nullptr);
+    return;
+  }
+  // Detach first so no message sees a half-written sink.
+  fftconv::set_log_callback(nullptr);
+  g_c_log_sink = CLogSink{callback, user_data};
+  fftconv::set_log_callback(forward_log, &g_c_log_sink);
+}
+
+extern "C" void fftconv_set_log_level(int level) {
+  const int lo = static_cast<int>(fftconv::LogLevel::kOff);
+  const int hi = static_cast<int>(fftconv::LogLevel::kDebug);
+  fftconv::set_log_level(static_cast<fftconv::LogLevel>(level < lo ? lo : level > hi ? hi : level));
+}

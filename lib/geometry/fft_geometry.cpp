@@ -68,6 +68,17 @@ FftGeometry make_fft_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_
   return g;
 }
 
+FftGeometry forced_fft_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_t fft_w) {
+  const std::int64_t min_h = min_fft_h(d), min_w = min_fft_w(d);
+  if (fft_h < min_h || fft_w < min_w) {
+    throw Error(Status::kInvalidArgument,
+                "Options FFT size " + std::to_string(fft_h) + "x" + std::to_string(fft_w) +
+                    " is below the exact minimum " + std::to_string(min_h) + "x" +
+                    std::to_string(min_w) + " of " + d.to_string());
+  }
+  return make_fft_geometry(d, fft_h, fft_w);
+}
+
 std::int64_t tile_out_extent(std::int64_t fft, std::int64_t eff_k, std::int64_t stride,
                              std::int64_t out) {
   if (fft < eff_k || stride < 1) return 0;

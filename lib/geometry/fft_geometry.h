@@ -40,6 +40,9 @@ struct FftGeometry {
 
 /// Full-image geometry; fft_h x fft_w must be at least the exact minimum.
 FftGeometry make_fft_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_t fft_w);
+/// Full-image geometry of an FFT size a user forced (Options::fft_h x fft_w): throws
+/// Error(kInvalidArgument) naming both sizes when it is below the exact minimum.
+FftGeometry forced_fft_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_t fft_w);
 /// Overlap-save geometry with tiles of fft_h x fft_w; each must be at least the dilated kernel.
 FftGeometry make_tiled_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_t fft_w);
 

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "fftconv/plan.hpp"
+#include "algos/algo.h"
+
+#include "fftconv/options.hpp"
 
 namespace fftconv::detail {
 
@@ -43,16 +45,14 @@ class HostConv {
   virtual std::size_t filter_bytes() const = 0;
 };
 
-/// The backend a plan with these options runs on: kGpu and kCpu as given, kAuto the GPU when
-/// fftconv::device_count() > 0, else the CPU. Throws Error(kInvalidArgument) for a value that
-/// is not a Backend.
-Backend resolve_backend(Backend requested);
+/// Whether the host engine can run the pass of `o` on `d`: fp32 data, no GPU GEMM kernel forced,
+/// and a build with FFTW; otherwise kNotSupported and what to do instead.
+Support host_can_implement(const ConvDesc& d, const Options& o);
 
-/// Builds the host engine for Options::pass, or throws Error: kNotSupported for what the host
-/// backend cannot run (a dtype other than fp32, a GPU-only algorithm or GEMM kernel, or a build
-/// without FFTW), kInvalidArgument for a forced FFT size below the exact minimum or a bad
-/// $FFTCONV_CPU_THREADS, kOutOfMemory when its buffers cannot be allocated. `info` receives what
-/// was chosen and why.
-std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, PlanInfo* info);
+/// Builds the host engine for Options::pass, or throws Error: kNotSupported for what
+/// host_can_implement rejects, kInvalidArgument for a forced FFT size below the exact minimum or a
+/// bad $FFTCONV_CPU_THREADS, kOutOfMemory when its buffers cannot be allocated. `reason` receives
+/// what was chosen and why.
+std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, std::string* reason);
 
 }  // namespace fftconv::detail

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "fftconv/plan.hpp"
+#include "fftconv/options.hpp"
 #include "gemm/cgemm.h"
 
 namespace fftconv::detail {
@@ -30,7 +30,5 @@ std::vector<GemmTiming> time_cgemm_candidates(const CgemmProblem& p,
                                               const std::vector<const CgemmKernel*>& candidates,
                                               int runs);
 
-/// The device part of tuning-cache keys, e.g. "NVIDIA H200 sm_90 132SM".
-std::string tuning_device_name();
 
 }  // namespace fftconv::detail

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fftconv/conv_desc.hpp"
-#include "fftconv/plan.hpp"
+#include "fftconv/options.hpp"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
 
@@ -39,7 +39,8 @@ bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out);
 /// image are extra rows: m = n * tiles).
 CgemmProblem forward_gemm_problem(const ConvDesc& d, const FftGeometry& g);
 
-/// The per-frequency GEMM of any pass (ENGINEERING §3), on the planes SpectrumPlanes lays out:
+/// The per-frequency GEMM of any pass (docs/design.md, "The method"), on the planes
+/// SpectrumPlanes lays out:
 ///   fwd:   Y[n][k]   = sum_c X[n][c] * conj(W[k][c])    (contraction over input channels)
 ///   dgrad: DX[n][c]  = sum_k DY[n][k] * W[k][c]          (over filters; convolution, no conj)
 ///   wgrad: DW[k][c]  = sum_n conj(DY[n][k]) * X[n][c]    (over images; crop R x S afterwards)

@@ -14,12 +14,17 @@
 #include <sstream>
 #include <system_error>
 
-#include "core/json.h"
+#include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/log.h"
 #include "fftconv/status.hpp"
 
 namespace fftconv::detail {
 
 namespace fs = std::filesystem;
+using Json = nlohmann::json;
 
 namespace {
 
@@ -29,7 +34,7 @@ constexpr double kVersion = 1;
 constexpr std::size_t kMaxQuoted = 40;
 
 std::string quoted(const Json& v) {
-  std::string s = v.dump(0);
+  std::string s = v.dump();
   if (s.size() > kMaxQuoted) s = s.substr(0, kMaxQuoted) + "...";
   return s;
 }
@@ -56,9 +61,11 @@ void upsert(std::vector<TuningRecord>& records, const TuningRecord& record) {
 std::string entry_problem(const Json& e) {
   if (!e.is_object()) return "not an object";
   for (const char* field : {"device", "key", "choice"}) {
-    if (!e[field].is_string()) return std::string("\"") + field + "\" is not a string";
+    if (!e.contains(field) || !e[field].is_string()) {
+      return std::string("\"") + field + "\" is not a string";
+    }
   }
-  if (!e["ms"].is_number()) return "\"ms\" is not a number";
+  if (!e.contains("ms") || !e["ms"].is_number()) return "\"ms\" is not a number";
   return "";
 }
 
@@ -72,7 +79,7 @@ void TuningCache::warn(const std::string& message) {
   // The same problem is met again on every forced re-read; report it once.
   if (std::find(warnings_.begin(), warnings_.end(), message) != warnings_.end()) return;
   warnings_.push_back(message);
-  std::fprintf(stderr, "fftconv: warning: %s\n", message.c_str());
+  log_warning(message);
 }
 
 std::vector<std::string> TuningCache::warnings() const {
@@ -136,10 +143,13 @@ void TuningCache::load(const std::string& text) {
   Json doc;
   try {
     doc = Json::parse(text);
-  } catch (const Error& e) {
+  } catch (const Json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." without the tag.
     std::string what = e.what();
-    const std::size_t at = what.find("json: ");
-    if (at != std::string::npos) what = what.substr(at + 6);
+    const std::size_t tag = what.find("] ");
+    if (tag != std::string::npos) what = what.substr(tag + 2);
+    // A file cut short (a writer killed mid-write) is the common case: say so first.
+    if (e.byte >= text.size()) what = "unexpected end of input; " + what;
     warn(where + "not valid JSON (" + what + "); ignoring it");
     return;
   }
@@ -147,17 +157,17 @@ void TuningCache::load(const std::string& text) {
     warn(where + "not a tuning cache (the top level is not an object); ignoring it");
     return;
   }
-  const Json& format = doc["format"];
-  if (!format.is_string() || format.as_string() != kFormat) {
+  const Json format = doc.value("format", Json());
+  if (!format.is_string() || format.get<std::string>() != kFormat) {
     warn(where + "\"format\" is " + quoted(format) + ", not \"" + kFormat + "\"; ignoring it");
     return;
   }
-  const Json& version = doc["version"];
-  if (!version.is_number() || version.as_number() != kVersion) {
+  const Json version = doc.value("version", Json());
+  if (!version.is_number() || version.get<double>() != kVersion) {
     warn(where + "\"version\" " + quoted(version) + " is not supported (expected 1); ignoring it");
     return;
   }
-  const Json& entries = doc["entries"];
+  const Json entries = doc.value("entries", Json());
   if (!entries.is_array()) {
     warn(where + "\"entries\" is missing or not an array; ignoring it");
     return;
@@ -165,14 +175,14 @@ void TuningCache::load(const std::string& text) {
   int bad = 0;
   std::string first_problem;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const Json& e = entries.items()[i];
+    const Json& e = entries[i];
     const std::string problem = entry_problem(e);
     if (!problem.empty()) {
       if (bad++ == 0) first_problem = "entry " + std::to_string(i) + ": " + problem;
       continue;
     }
-    upsert(file_records_, TuningRecord{e["device"].as_string(), e["key"].as_string(),
-                                       e["choice"].as_string(), e["ms"].as_number()});
+    upsert(file_records_, TuningRecord{e["device"].get<std::string>(), e["key"].get<std::string>(),
+                                       e["choice"].get<std::string>(), e["ms"].get<double>()});
   }
   if (bad > 0) {
     warn(where + "skipped " + std::to_string(bad) + " malformed entr" + (bad == 1 ? "y" : "ies") +
@@ -183,13 +193,18 @@ void TuningCache::load(const std::string& text) {
 
 bool TuningCache::write(const std::vector<TuningRecord>& records) {
   static std::atomic<unsigned long> counter{0};
+  // One record per line, so that the file diffs and merges well.
   std::string text =
       std::string("{\n  \"format\": \"") + kFormat + "\",\n  \"version\": 1,\n  \"entries\": [";
   for (std::size_t i = 0; i < records.size(); ++i) {
     const TuningRecord& r = records[i];
-    Json e = Json::object();
-    e.set("device", r.device).set("key", r.key).set("choice", r.choice).set("ms", r.ms);
-    text += (i == 0 ? "\n    " : ",\n    ") + e.dump(0);
+    // The documented field order, which nlohmann's sorted objects would not keep.
+    const auto str = [](const std::string& v) {
+      return Json(v).dump(-1, ' ', false, Json::error_handler_t::replace);
+    };
+    text += (i == 0 ? "\n    " : ",\n    ") + std::string("{\"device\": ") + str(r.device) +
+            ", \"key\": " + str(r.key) + ", \"choice\": " + str(r.choice) +
+            ", \"ms\": " + Json(r.ms).dump() + "}";
   }
   text += records.empty() ? "]\n}\n" : "\n  ]\n}\n";
 
@@ -281,6 +296,40 @@ TuningCache& tuning_cache(const std::string& path) {
 std::string tuning_cache_path_from_env() {
   const char* v = std::getenv("FFTCONV_TUNING_CACHE");
   return v ? std::string(v) : std::string();
+}
+
+std::string tuning_cache_path(const Options& o) {
+  return o.tuning_cache.empty() ? tuning_cache_path_from_env() : o.tuning_cache;
+}
+
+std::string tuning_device_name() {
+  int dev = 0;
+  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  FFTCONV_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return std::string(prop.name) + " sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+         " " + std::to_string(prop.multiProcessorCount) + "SM";
+}
+
+TunedChoice::TunedChoice(const Options& o, std::string key)
+    : path_(tuning_cache_path(o)), key_(std::move(key)) {
+  if (!path_.empty()) device_ = tuning_device_name();
+}
+
+std::optional<TuningRecord> TunedChoice::find(
+    const std::function<bool(const std::string&)>& usable, const char* what) const {
+  if (path_.empty()) return std::nullopt;
+  std::optional<TuningRecord> hit = tuning_cache(path_).lookup(device_, key_);
+  if (hit && !usable(hit->choice)) {
+    log_warning("tuning cache " + path_ + " has an unusable " + what + " '" + hit->choice +
+                "' for " + key_ + "; retuning");
+    return std::nullopt;
+  }
+  return hit;
+}
+
+void TunedChoice::store(const std::string& choice, double ms) const {
+  if (!path_.empty()) tuning_cache(path_).store({device_, key_, choice, ms});
 }
 
 }  // namespace fftconv::detail

@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "fftconv/options.hpp"
 
 namespace fftconv::detail {
 
@@ -36,7 +39,7 @@ class TuningCache {
   /// same folder, rename over the original (atomic). Records of other devices are kept. Never
   /// overwrites a file it could not parse (it warns and keeps the record in memory only).
   void store(const TuningRecord& record);
-  /// Warnings issued so far (each also printed once to stderr as "fftconv: warning: ...").
+  /// Warnings issued so far (each also logged once at LogLevel::kWarning).
   std::vector<std::string> warnings() const;
 
  private:
@@ -73,5 +76,27 @@ TuningCache& tuning_cache(const std::string& path);
 
 /// Path from the environment variable FFTCONV_TUNING_CACHE, or "" when unset/empty.
 std::string tuning_cache_path_from_env();
+
+/// The cache a plan uses: Options::tuning_cache, else $FFTCONV_TUNING_CACHE; "" for none.
+std::string tuning_cache_path(const Options& o);
+
+/// The device part of tuning-cache keys, e.g. "NVIDIA H200 sm_90 132SM".
+std::string tuning_device_name();
+
+/// One tuned decision of a plan in the plan's cache: the one place that looks choices up and
+/// stores them (GEMM tiling, FFT size). Without a cache path both are no-ops.
+class TunedChoice {
+ public:
+  TunedChoice(const Options& o, std::string key);
+  const std::string& path() const { return path_; }
+  /// The cached choice when `usable` accepts it; an unusable one is logged and ignored (`what`
+  /// names the kind of choice in that message).
+  std::optional<TuningRecord> find(const std::function<bool(const std::string&)>& usable,
+                                   const char* what) const;
+  void store(const std::string& choice, double ms) const;
+
+ private:
+  std::string path_, device_, key_;
+};
 
 }  // namespace fftconv::detail

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "algos/cudnn_conv.h"
+#include "algos/cudnn/cudnn_conv.h"
 #include "testing/testing.h"
 #include "tuning/heuristics.h"
 

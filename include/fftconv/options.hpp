@@ -1,0 +1,154 @@
+// Public option and result types of a plan: algorithms, passes, backends, tuning modes, Options,
+// PlanInfo. Names of every enum round-trip through *_name / parse_* (one table each, lib/core).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fftconv/conv_desc.hpp"
+
+namespace fftconv {
+
+/// Which implementation computes the convolution.
+enum class Algo : int {
+  kAuto = 0,      ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
+  kFft = 1,       ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
+  kCudnn = 2,     ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
+  kFftTiled = 3,  ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
+};
+
+/// "auto", "fft", "cudnn", "fft_tiled".
+const char* algo_name(Algo a) noexcept;
+/// Parses an algo name; throws Error(kInvalidArgument) otherwise.
+Algo parse_algo(const std::string& name);
+
+/// Which pass of a convolution a plan computes. Each pass has its own algorithm choice and
+/// workspace (as in cuDNN); build one plan per pass.
+enum class Pass : int {
+  kForward = 0,         ///< y = conv(x, w) + bias
+  kBackwardData = 1,    ///< dx = dL/dx given dy and w (torch.nn.grad.conv2d_input)
+  kBackwardFilter = 2,  ///< dw = alpha * dL/dw + beta * dw given x and dy (conv2d_weight)
+};
+
+/// "fwd", "dgrad", "wgrad".
+const char* pass_name(Pass p) noexcept;
+/// Parses a pass name; throws Error(kInvalidArgument) otherwise.
+Pass parse_pass(const std::string& name);
+
+/// Where a plan runs.
+enum class Backend : int {
+  kGpu = 0,   ///< the current CUDA device; tensors and workspace are device memory
+  kCpu = 1,   ///< the host FFT pipeline (FFTW, fp32, every pass); tensors are host memory
+  kAuto = 2,  ///< the GPU when one is present, else the CPU
+};
+
+/// "gpu", "cpu", "auto".
+const char* backend_name(Backend b) noexcept;
+/// Parses a backend name; throws Error(kInvalidArgument) otherwise.
+Backend parse_backend(const std::string& name);
+
+/// How the cuDNN path picks its algorithm at plan time.
+enum class CudnnSearch : int {
+  kFind = 0,  ///< cudnnFindConvolutionForwardAlgorithmEx: time every algorithm, keep the fastest
+  kHeuristic =
+      1,  ///< cudnnGetConvolutionForwardAlgorithm_v7: first suggestion that fits, no timing
+};
+
+/// "find", "heuristic".
+const char* cudnn_search_name(CudnnSearch s) noexcept;
+/// Parses a cuDNN search name; throws Error(kInvalidArgument) otherwise.
+CudnnSearch parse_cudnn_search(const std::string& name);
+
+/// How the FFT path picks its per-frequency GEMM tiling.
+enum class Tuning : int {
+  kHeuristic = 0,   ///< the cost model in lib/tuning, no timing
+  kAutotune = 1,    ///< time every own tiling at plan time, keep the fastest (cached)
+  kExhaustive = 2,  ///< also time the cuBLAS paths (cached)
+};
+
+/// "heuristic", "autotune", "exhaustive".
+const char* tuning_name(Tuning t) noexcept;
+/// Parses a tuning name; throws Error(kInvalidArgument) otherwise.
+Tuning parse_tuning(const std::string& name);
+
+/// Planning options.
+struct Options {
+  static constexpr std::size_t kNoLimit = ~std::size_t{0};
+
+  Algo algo = Algo::kAuto;
+  /// The pass the plan computes: forward(), backward_data() or backward_filter().
+  Pass pass = Pass::kForward;
+  /// Where the plan runs. kCpu: host pointers, no workspace, synchronous calls (see Plan).
+  Backend backend = Backend::kGpu;
+  /// Backward-filter plans with fp16/bf16 tensors: write dw in fp32 (master gradients) instead
+  /// of the descriptor's dtype. Ignored for fp32.
+  bool dw_fp32 = false;
+  /// Largest workspace the plan may ask for, in bytes. An algorithm that needs more is not used.
+  std::size_t workspace_limit = kNoLimit;
+  /// cuDNN path only: allow TF32 tensor cores for fp32 data. The FFT path is always full fp32.
+  bool allow_tf32 = false;
+  CudnnSearch cudnn_search = CudnnSearch::kFind;
+  /// cuDNN path only: force one of cudnn_algo_names(pass) instead of searching; a forced
+  /// algorithm that cannot run the problem fails at plan time. Forcing bypasses the strict-fp32
+  /// filter, so a Winograd algorithm runs even though its error can exceed the fp32 tolerance.
+  std::string cudnn_algo;
+  /// FFT path only: force a per-frequency GEMM tiling by name (one of gemm_kernel_names());
+  /// empty: chosen per `tuning`.
+  std::string gemm_kernel;
+  Tuning tuning = Tuning::kHeuristic;
+  /// FFT paths only: force the FFT size (both > 0): for kFft at least the exact circular period
+  /// of the problem, for kFftTiled the tile's FFT size (at least the dilated kernel);
+  /// 0 x 0: chosen by the cost model (and the tuning mode).
+  std::int64_t fft_h = 0, fft_w = 0;
+  /// Persistent tuning cache (JSON) used by kAutotune / kExhaustive: a hit skips the timing, a
+  /// miss stores the winner. Empty: the file named by $FFTCONV_TUNING_CACHE, or no cache.
+  std::string tuning_cache;
+};
+
+/// Time of one stage of a forward pass (Plan::profile_forward).
+struct StageTime {
+  std::string stage;  ///< e.g. "pad", "r2c", "gemm", "c2r", "clip", "cudnn"
+  double ms = 0.0;    ///< median over the profiled runs
+};
+
+/// Names of the per-frequency GEMM paths the FFT path can use: own tilings first, then the
+/// cuBLAS comparison paths.
+std::vector<std::string> gemm_kernel_names();
+
+/// cuDNN's algorithms for a pass, by name ("IMPLICIT_PRECOMP_GEMM", "FFT_TILING", "ALGO_1", ...);
+/// empty when the library was built without cuDNN.
+std::vector<std::string> cudnn_algo_names(Pass pass);
+
+/// One entry of the implementation list as a plan saw it (PlanInfo::candidates).
+struct AlgoCandidate {
+  std::string name;           ///< the entry's name, e.g. "fft", "fft_tiled", "cudnn", "cpu_fft"
+  Algo algo = Algo::kAuto;    ///< its Algo value
+  double estimate_us = -1.0;  ///< estimated device time; < 0 when it could not implement the plan
+  bool chosen = false;        ///< the plan runs this one
+  std::string note;  ///< why it was not used ("not possible: ...", "not tried: ...") or details
+};
+
+/// What a plan chose; for reports, logs and benchmarks.
+struct PlanInfo {
+  Pass pass = Pass::kForward;       ///< the pass the plan computes
+  Backend backend = Backend::kGpu;  ///< where it runs (never kAuto)
+  Algo algo = Algo::kAuto;          ///< the algorithm that runs (never kAuto)
+  std::int64_t fft_h = 0;           ///< FFT size (FFT paths; per tile when tiled), else 0
+  std::int64_t fft_w = 0;
+  std::int64_t tiles_h = 1;  ///< overlap-save tiles per image (1 x 1: full image)
+  std::int64_t tiles_w = 1;
+  std::string gemm;             ///< per-frequency GEMM kernel (FFT path), e.g. "regtile_8x8"
+  double gemm_flops = 0.0;      ///< FLOPs of the per-frequency GEMM (FFT path)
+  double gemm_min_bytes = 0.0;  ///< bytes the GEMM must move at least (FFT path)
+  std::string cudnn_algo;       ///< cuDNN algorithm (cuDNN path), e.g. "IMPLICIT_PRECOMP_GEMM"
+  std::string cudnn_math;       ///< cuDNN math mode: "fma" (strict fp32) or "tensor_op"
+  std::size_t workspace_bytes = 0;
+  std::string reason;  ///< why this algorithm and these sizes were chosen
+  /// Every algorithm of the implementation list for the plan's backend, in the order Auto ranked
+  /// them (forced plans: the forced one first), with its estimate or why it was not used.
+  std::vector<AlgoCandidate> candidates;
+};
+
+}  // namespace fftconv

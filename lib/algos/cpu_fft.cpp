@@ -1,0 +1,96 @@
+// The CPU backend as an entry of the implementation list: the host FFT engine (lib/host, FFTW)
+// behind the ConvAlgo interface. Tensors are host memory; calls run to completion before they
+// return and the stream is ignored.
+#include <algorithm>
+#include <chrono>
+
+#include "algos/registry.h"
+#include "core/timing.h"
+#include "host/host_conv.h"
+
+namespace fftconv::detail {
+
+namespace {
+
+class HostAlgo final : public ConvAlgo {
+ public:
+  HostAlgo(std::unique_ptr<HostConv> host, Pass pass) : host_(std::move(host)), pass_(pass) {}
+
+  std::size_t workspace_size() const override { return 0; }
+
+  void run(const RunArgs& a, cudaStream_t, StageMarks*) override {
+    switch (pass_) {
+      case Pass::kForward:
+        host_->forward(fwd_args(a), nullptr);
+        break;
+      case Pass::kBackwardData:
+        host_->backward_data(static_cast<const float*>(a.dy), static_cast<const float*>(a.w),
+                             static_cast<float*>(a.out));
+        break;
+      case Pass::kBackwardFilter:
+        host_->backward_filter(static_cast<const float*>(a.x), static_cast<const float*>(a.dy),
+                               static_cast<float*>(a.out), a.alpha, a.beta);
+        break;
+    }
+  }
+
+  void fill_info(PlanInfo& info) const override { host_->fill_info(info); }
+  void set_filter(const void* w, cudaStream_t) override {
+    host_->set_filter(static_cast<const float*>(w));
+  }
+  void clear_filter() override { host_->clear_filter(); }
+  bool has_filter() const override { return host_->has_filter(); }
+  std::size_t filter_bytes() const override { return host_->filter_bytes(); }
+
+  // The host clock times the stages: one warm-up, then the median per stage.
+  std::vector<StageTime> profile_forward(const RunArgs& a, cudaStream_t, int iters) override {
+    const HostFwdArgs args = fwd_args(a);
+    host_->forward(args, nullptr);
+    std::vector<std::vector<StageTime>> runs(static_cast<std::size_t>(iters));
+    for (std::vector<StageTime>& r : runs) host_->forward(args, &r);
+    std::vector<StageTime> out;
+    for (std::size_t s = 0; s < runs[0].size(); ++s) {
+      std::vector<double> ms;
+      for (const std::vector<StageTime>& r : runs) ms.push_back(r[s].ms);
+      out.push_back(StageTime{runs[0][s].stage, median(std::move(ms))});
+    }
+    return out;
+  }
+
+ private:
+  static HostFwdArgs fwd_args(const RunArgs& a) {
+    return {static_cast<const float*>(a.x), static_cast<const float*>(a.w),
+            static_cast<const float*>(a.bias), static_cast<float*>(a.out)};
+  }
+
+  std::unique_ptr<HostConv> host_;
+  Pass pass_;
+};
+
+class CpuFftFactory final : public AlgoFactory {
+ public:
+  const char* name() const override { return "cpu_fft"; }
+  Algo algo() const override { return Algo::kFft; }
+  Backend backend() const override { return Backend::kCpu; }
+  Support can_implement(const ConvDesc& d, const Options& o) const override {
+    return host_can_implement(d, o);
+  }
+  // The only host algorithm: there is nothing to rank it against.
+  double estimate_us(const ConvDesc&, const Options&, std::string* detail) const override {
+    if (detail) *detail = "the only cpu algorithm";
+    return 0.0;
+  }
+  std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
+                                   std::string* reason) const override {
+    return std::make_unique<HostAlgo>(make_host_conv(d, o, reason), o.pass);
+  }
+};
+
+}  // namespace
+
+const AlgoFactory& cpu_fft_factory() {
+  static const CpuFftFactory f;
+  return f;
+}
+
+}  // namespace fftconv::detail

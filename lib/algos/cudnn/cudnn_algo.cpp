@@ -1,0 +1,459 @@
+// The cuDNN path: descriptors, the algorithm search (cudnnFind*, a bounded search of our own, the
+// v7 heuristics or a forced name) and the launch, for every pass through cudnn_pass_ops().
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "algos/cudnn/cudnn_conv.h"
+#include "algos/cudnn/cudnn_passes.h"
+#include "core/check.h"
+#include "core/device_buffer.h"
+#include "core/timing.h"
+#include "stages/fill.h"
+#include "tuning/heuristics.h"
+
+namespace fftconv::detail {
+
+bool cudnn_available() { return true; }
+
+namespace {
+
+const std::vector<const char*>& algo_names(Pass pass) { return cudnn_pass_ops(pass).names; }
+
+const char* algo_name(Pass pass, int algo) {
+  const auto& names = algo_names(pass);
+  return algo >= 0 && algo < static_cast<int>(names.size()) ? names[algo] : "UNKNOWN";
+}
+
+const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor_op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor_op_conv";
+    case CUDNN_FMA_MATH:
+      return "fma";
+    default:
+      return "unknown";
+  }
+}
+
+cudnnDataType_t cudnn_dtype(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return CUDNN_DATA_HALF;
+    case DType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::kF32:
+      break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+// cudnnFind*AlgorithmEx runs every algorithm several times: on wide_c64_512_r45 (45x45 filters,
+// 64 channels, 512x512) the backward searches took minutes on the H200. Above this direct-cost
+// estimate the v7 heuristics' candidates are instead timed once each, best first, until the
+// budget is spent (docs/benchmarking.md, "cuDNN searches").
+constexpr double kExhaustiveFindMaxUs = 20000.0;
+constexpr float kBoundedSearchBudgetMs = 3000.0f;
+// A candidate whose untimed run took this many times the best time so far is not run again: on
+// multichannel_r45 strict fp32 backward data the heuristics list ALGO_0 (133 ms) and ALGO_1 before
+// FFT (2.70 ms), and timing them twice spent the whole budget before FFT (H200).
+constexpr float kSlowCandidateFactor = 2.0f;
+
+// Winograd transforms lose accuracy: WINOGRAD_NONFUSED backward filter gave rel-L2 1.24e-5 on
+// seed1_grouped3x3_f32 (H200), over the fp32 tolerance; strict fp32 leaves them out.
+bool winograd(Pass pass, int algo) { return std::strstr(algo_name(pass, algo), "WINOGRAD"); }
+
+static_assert(kCudnnBwdDataAlgo1 == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 &&
+                  kCudnnBwdFilterAlgo1 == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+              "cuDNN's algorithm numbering changed");
+
+class CudnnAlgo final : public ConvAlgo {
+ public:
+  CudnnAlgo(const ConvDesc& d, const Options& o)
+      : d_(d), pass_(o.pass), ops_(&cudnn_pass_ops(o.pass)) {
+    try {
+      build(o);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~CudnnAlgo() override { release(); }
+
+ private:
+  void build(const Options& o) {
+    const ConvDesc& d = d_;
+    FFTCONV_CUDNN_CHECK(cudnnCreate(&descs_.handle));
+    FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.x));
+    FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.y));
+    FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_desc_));
+    FFTCONV_CUDNN_CHECK(cudnnCreateFilterDescriptor(&descs_.w));
+    FFTCONV_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&descs_.conv));
+    const cudnnDataType_t dt = cudnn_dtype(d.dtype);
+    auto i = [](std::int64_t v) { return static_cast<int>(v); };
+    FFTCONV_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(descs_.x, CUDNN_TENSOR_NCHW, dt, i(d.n), i(d.c), i(d.h), i(d.w)));
+    FFTCONV_CUDNN_CHECK(cudnnSetFilter4dDescriptor(descs_.w, dt, CUDNN_TENSOR_NCHW, i(d.k),
+                                                   i(d.c_per_group()), i(d.r), i(d.s)));
+    FFTCONV_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        descs_.conv, i(d.pad_h), i(d.pad_w), i(d.stride_h), i(d.stride_w), i(d.dil_h), i(d.dil_w),
+        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    FFTCONV_CUDNN_CHECK(cudnnSetConvolutionGroupCount(descs_.conv, i(d.groups)));
+    // Strict fp32 is FMA only; TF32 (and fp16/bf16 tensor cores) need tensor-op math.
+    const bool strict = d.dtype == DType::kF32 && !o.allow_tf32;
+    fp32_contract_ = strict && o.algo == Algo::kAuto;
+    const cudnnMathType_t math = strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math));
+    int on, oc, oh, ow;
+    FFTCONV_CUDNN_CHECK(
+        cudnnGetConvolution2dForwardOutputDim(descs_.conv, descs_.x, descs_.w, &on, &oc, &oh, &ow));
+    FFTCONV_ASSERT(on == d.n && oc == d.k && oh == d.out_h() && ow == d.out_w(),
+                   "cuDNN output size disagrees with ConvDesc");
+    FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descs_.y, CUDNN_TENSOR_NCHW, dt, on, oc, oh, ow));
+    FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_desc_, CUDNN_TENSOR_NCHW, dt, 1, oc, 1, 1));
+
+    if (!o.cudnn_algo.empty()) {
+      forced_algo(o.cudnn_algo, math, o.workspace_limit);
+    } else if (o.cudnn_search == CudnnSearch::kFind) {
+      find_algo(strict, o.workspace_limit);
+    } else {
+      heuristic_algo(strict, o.workspace_limit);
+    }
+    FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math_));
+  }
+
+  void release() noexcept {
+    clear_filter();
+    if (descs_.conv) cudnnDestroyConvolutionDescriptor(descs_.conv);
+    if (descs_.w) cudnnDestroyFilterDescriptor(descs_.w);
+    if (b_desc_) cudnnDestroyTensorDescriptor(b_desc_);
+    if (descs_.y) cudnnDestroyTensorDescriptor(descs_.y);
+    if (descs_.x) cudnnDestroyTensorDescriptor(descs_.x);
+    if (descs_.handle) cudnnDestroy(descs_.handle);
+    descs_.conv = nullptr;
+    descs_.w = nullptr;
+    b_desc_ = descs_.y = descs_.x = nullptr;
+    descs_.handle = nullptr;
+  }
+
+ public:
+  std::size_t workspace_size() const override { return align_up(workspace_); }
+
+  void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
+    const float one = 1.0f;
+    RunArgs args = a;
+    if (!args.w && pass_ != Pass::kBackwardFilter) {
+      args.w = kept_w_.get();
+      kept_fence_.mark(stream);
+    }
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, stream));
+    enqueue(algo_, args, workspace_);
+    if (marks) marks->mark("cudnn", stream);
+    if (pass_ == Pass::kForward && a.bias) {
+      FFTCONV_CUDNN_CHECK(cudnnAddTensor(descs_.handle, &one, b_desc_, a.bias, &one, descs_.y, a.out));
+      if (marks) marks->mark("bias", stream);
+    }
+  }
+
+  // cuDNN has no transform to skip: the kept filter is a copy the plan owns.
+  void set_filter(const void* w, cudaStream_t stream) override {
+    if (pass_ == Pass::kBackwardFilter) {
+      throw Error(
+          Status::kInvalidArgument,
+          "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
+    }
+    const std::size_t bytes = dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems());
+    if (!kept_w_) {
+      try {
+        kept_w_ = DeviceBuffer(bytes);
+      } catch (const Error& e) {
+        throw Error(e.status(), "set_filter: keeping the filter needs " + std::to_string(bytes) +
+                                    " bytes of device memory: " + e.what());
+      }
+    }
+    FFTCONV_CUDA_CHECK(
+        cudaMemcpyAsync(kept_w_.get(), w, bytes, cudaMemcpyDeviceToDevice, stream));
+    kept_fence_.mark(stream);
+  }
+  void clear_filter() override {
+    kept_fence_.wait();
+    kept_w_.reset();
+  }
+  bool has_filter() const override { return static_cast<bool>(kept_w_); }
+  std::size_t filter_bytes() const override {
+    return kept_w_ ? dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems()) : 0;
+  }
+
+  void fill_info(PlanInfo& info) const override {
+    info.algo = Algo::kCudnn;
+    info.cudnn_algo = algo_name(pass_, algo_);
+    info.cudnn_math = math_name(math_);
+    info.workspace_bytes = workspace_size();
+    info.reason = search_;
+  }
+
+ private:
+  int algo_count() const { return static_cast<int>(algo_names(pass_).size()); }
+
+  // The pass with one algorithm, on the handle's stream.
+  void enqueue(int algo, const RunArgs& a, std::size_t workspace_bytes) {
+    ops_->enqueue(descs_, algo, a, workspace_bytes);
+  }
+
+  // Workspace of one algorithm, or false when cuDNN does not support it here.
+  bool algo_workspace(int algo, std::size_t* bytes) const {
+    return ops_->workspace(descs_, algo, bytes) == CUDNN_STATUS_SUCCESS;
+  }
+
+  bool acceptable(const CudnnPerf& p, bool strict, std::size_t limit) const {
+    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit &&
+           !cudnn_algo_known_slow(d_, pass_, p.algo) &&
+           (!strict || (p.math == CUDNN_FMA_MATH && !winograd(pass_, p.algo) &&
+                        !(fp32_contract_ && cudnn_algo_inaccurate_fp32(d_, pass_, p.algo))));
+  }
+
+  void forced_algo(const std::string& name, cudnnMathType_t math, std::size_t limit) {
+    int algo = -1;
+    for (int a = 0; a < algo_count(); ++a) {
+      if (name == algo_name(pass_, a) && *algo_name(pass_, a)) algo = a;
+    }
+    if (algo < 0) {
+      std::string known;
+      for (const std::string& n : cudnn_algos(pass_)) known += (known.empty() ? "" : ", ") + n;
+      throw Error(Status::kInvalidArgument, "unknown cuDNN " + std::string(pass_name(pass_)) +
+                                                " algorithm '" + name + "' (expected one of " +
+                                                known + ")");
+    }
+    std::size_t bytes = 0;
+    if (!algo_workspace(algo, &bytes)) {
+      throw Error(Status::kNotSupported, "cuDNN " + std::string(pass_name(pass_)) + " algorithm " +
+                                             name + " does not support " + d_.to_string());
+    }
+    if (bytes > limit) {
+      throw Error(Status::kOutOfMemory,
+                  "cuDNN algorithm " + name + " needs " + std::to_string(bytes) +
+                      " bytes of workspace, over the limit of " + std::to_string(limit));
+    }
+    algo_ = algo;
+    math_ = math;
+    workspace_ = bytes;
+    search_ = "cudnn algorithm forced by options";
+  }
+
+  // Random tensors of the descriptor and a search workspace, for timing algorithms at plan time.
+  struct SearchBuffers {
+    DeviceBuffer x, w, y, ws;
+    std::size_t ws_bytes;
+  };
+
+  // Whether a workspace of `bytes` fits the limit and, with the tensors, 90% of free memory.
+  bool search_fits(std::size_t bytes, std::size_t limit) const {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t tensors = dtype_size(d_.dtype) *
+                                static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
+    return bytes <= limit && tensors + bytes < free_bytes / 10 * 9;
+  }
+
+  std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes) const {
+    const std::size_t es = dtype_size(d_.dtype);
+    auto b = std::unique_ptr<SearchBuffers>(new SearchBuffers{
+        DeviceBuffer(es * d_.x_elems()), DeviceBuffer(es * d_.w_elems()),
+        DeviceBuffer(es * d_.y_elems()), DeviceBuffer(ws_bytes), ws_bytes});
+    // Random data: timing on zeros can flatter kernels.
+    launch_fill_uniform(b->x.get(), d_.x_elems(), d_.dtype, 1, nullptr);
+    launch_fill_uniform(b->w.get(), d_.w_elems(), d_.dtype, 2, nullptr);
+    launch_fill_uniform(b->y.get(), d_.y_elems(), d_.dtype, 3, nullptr);
+    FFTCONV_CUDA_CHECK(cudaDeviceSynchronize());
+    return b;
+  }
+
+  void find_algo(bool strict, std::size_t limit) {
+    bool slow = false;
+    for (int a = 0; a < algo_count(); ++a) slow |= cudnn_algo_known_slow(d_, pass_, a);
+    // cudnnFind*AlgorithmEx runs every algorithm: where one is known to take minutes, the own
+    // search (which leaves it out) runs instead.
+    if (slow || estimate_direct_us(d_, pass_) > kExhaustiveFindMaxUs) {
+      bounded_find(strict, limit);
+      return;
+    }
+    // Search workspace: the largest any algorithm asks for, within the limit and free memory.
+    std::size_t search_ws = 0;
+    for (int a = 0; a < algo_count(); ++a) {
+      std::size_t bytes = 0;
+      if (*algo_name(pass_, a) && algo_workspace(a, &bytes) && search_fits(bytes, limit)) {
+        search_ws = std::max(search_ws, bytes);
+      }
+    }
+    const auto bufs = search_buffers(search_ws);
+    const std::vector<CudnnPerf> perf = ops_->find(
+        descs_, CudnnSearchTensors{bufs->x.get(), bufs->w.get(), bufs->y.get(), bufs->ws.get(),
+                                   search_ws});
+    pick(perf, strict, limit, "find");
+  }
+
+  // Times the heuristics' acceptable candidates once each, best first, within the budget.
+  void bounded_find(bool strict, std::size_t limit) {
+    std::vector<CudnnPerf> perf = heuristic_perf(strict);
+    std::size_t search_ws = 0;
+    for (const CudnnPerf& p : perf) {
+      if (acceptable(p, strict, limit) && search_fits(p.memory, limit)) {
+        search_ws = std::max(search_ws, p.memory);
+      }
+    }
+    const auto b = search_buffers(search_ws);
+    // The pass's operands: x (forward, backward filter), w (forward, backward data), dy = y
+    // (backward); its output is the remaining tensor.
+    RunArgs a;
+    a.x = b->x.get();
+    a.w = b->w.get();
+    a.dy = b->y.get();
+    a.out = pass_ == Pass::kForward         ? b->y.get()
+            : pass_ == Pass::kBackwardData ? b->x.get()
+                                           : b->w.get();
+    a.workspace = b->ws.get();
+    GpuTimer untimed, timer;
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, nullptr));
+    float spent = 0.0f, best = 0.0f;
+    std::vector<CudnnPerf> timed;
+    std::string skipped;
+    for (CudnnPerf& p : perf) {
+      if (spent > kBoundedSearchBudgetMs) break;
+      if (!acceptable(p, strict, limit) || p.memory > search_ws) continue;
+      // One untimed run first (it pays for loading the kernels), then one timed run.
+      float first = 0.0f;
+      try {
+        FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, p.math));
+        untimed.start(nullptr);
+        enqueue(p.algo, a, p.memory);
+        untimed.stop(nullptr);
+        first = untimed.elapsed_ms();
+        if (!timed.empty() && first > kSlowCandidateFactor * best) {
+          // Slower than the best even with its kernels loaded: its untimed run stands.
+          p.time = first;
+          spent += first;
+          timed.push_back(p);
+          continue;
+        }
+        timer.start(nullptr);
+        enqueue(p.algo, a, p.memory);
+        timer.stop(nullptr);
+        p.time = timer.elapsed_ms();
+      } catch (const Error& e) {
+        if (e.status() != Status::kCudnnError && e.status() != Status::kNotSupported) throw;
+        skipped += std::string(skipped.empty() ? "" : ", ") + algo_name(pass_, p.algo) +
+                   " failed: " + e.what();
+        continue;
+      }
+      spent += first + p.time;
+      best = timed.empty() ? p.time : std::min(best, p.time);
+      timed.push_back(p);
+    }
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const CudnnPerf& l, const CudnnPerf& r) { return l.time < r.time; });
+    char how[128];
+    std::snprintf(how, sizeof(how),
+                  "bounded search, one timed run each after a warm-up (direct estimate %.0f ms)",
+                  estimate_direct_us(d_, pass_) / 1000.0);
+    pick(timed, strict, limit, skipped.empty() ? std::string(how) : how + ("; " + skipped));
+  }
+
+  // The v7 heuristics' suggestions, with the workspace each needs (strict: FMA math).
+  std::vector<CudnnPerf> heuristic_perf(bool strict) {
+    const std::vector<CudnnPerf> perf = ops_->heuristics(descs_);
+    // One entry per algorithm, the heuristics' order first, then any algorithm they left out.
+    // Whether an algorithm runs, and its memory, come from the workspace query (the v7
+    // heuristics report memory only there). In strict fp32 every algorithm is tried with FMA math
+    // as cudnnFind*AlgorithmEx does: the heuristics list some with default math only (backward
+    // data FFT on multichannel_r45, which runs in 2.70 ms with FMA math, H200) and the bounded
+    // search would otherwise time only the slow rest (ALGO_0, 133 ms).
+    std::vector<CudnnPerf> out;
+    std::vector<bool> seen(static_cast<std::size_t>(algo_count()), false);
+    auto add = [&](CudnnPerf p) {
+      if (p.algo < 0 || p.algo >= algo_count() || seen[p.algo] || !*algo_name(pass_, p.algo))
+        return;
+      seen[p.algo] = true;
+      p.status =
+          algo_workspace(p.algo, &p.memory) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+      if (strict) p.math = CUDNN_FMA_MATH;
+      out.push_back(p);
+    };
+    for (const CudnnPerf& p : perf) {
+      if (p.status == CUDNN_STATUS_SUCCESS) add(p);
+    }
+    for (int a = 0; a < algo_count(); ++a) {
+      CudnnPerf p;
+      p.algo = a;
+      p.math = CUDNN_TENSOR_OP_MATH;
+      add(p);
+    }
+    return out;
+  }
+
+  void heuristic_algo(bool strict, std::size_t limit) {
+    pick(heuristic_perf(strict), strict, limit, "heuristic");
+  }
+
+  void pick(const std::vector<CudnnPerf>& perf, bool strict, std::size_t limit, const std::string& how) {
+    std::string tried;
+    int chosen = -1;
+    for (std::size_t i = 0; i < perf.size(); ++i) {
+      const bool ok = acceptable(perf[i], strict, limit);
+      char buf[96];
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+        std::snprintf(buf, sizeof(buf), "%s%s/%s %.3f ms", tried.empty() ? "" : ", ",
+                      algo_name(pass_, perf[i].algo), math_name(perf[i].math), perf[i].time);
+        tried += buf;
+      }
+      if (ok && chosen < 0) chosen = static_cast<int>(i);
+    }
+    if (chosen < 0) {
+      throw Error(Status::kNotSupported,
+                  std::string("cuDNN has no ") + (strict ? "strict fp32 " : "") + pass_name(pass_) +
+                      " algorithm for this problem within the workspace limit (" + how + ": " +
+                      (tried.empty() ? "none succeeded" : tried) + ")");
+    }
+    algo_ = perf[chosen].algo;
+    math_ = perf[chosen].math;
+    workspace_ = perf[chosen].memory;
+    search_ = "cudnn " + how + " [" + tried + "]";
+  }
+
+  ConvDesc d_;
+  Pass pass_;
+  const CudnnPassOps* ops_;
+  CudnnDescs descs_;
+  cudnnTensorDescriptor_t b_desc_ = nullptr;
+  int algo_ = 0;
+  cudnnMathType_t math_ = CUDNN_FMA_MATH;
+  std::size_t workspace_ = 0;
+  std::string search_;
+  bool fp32_contract_ = false;  // chosen by Auto in strict fp32: held to the fp32 tolerance
+  DeviceBuffer kept_w_;
+  KeptFilterFence kept_fence_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvAlgo> make_cudnn(const ConvDesc& d, const Options& o) {
+  const Support s = cudnn_can_implement(d, o);
+  if (!s.ok()) throw Error(s.status, s.reason);
+  return std::make_unique<CudnnAlgo>(d, o);
+}
+
+std::vector<std::string> cudnn_algos(Pass pass) {
+  std::vector<std::string> out;
+  for (const char* n : algo_names(pass)) {
+    if (*n) out.emplace_back(n);
+  }
+  return out;
+}
+
+}  // namespace fftconv::detail

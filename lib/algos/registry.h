@@ -1,0 +1,51 @@
+// The implementation list: every algorithm of the library behind one interface, in priority order
+// (oneDNN style). Auto ranks the entries of the plan's backend by estimate; a forced Algo picks
+// its entry. Adding an algorithm: one file (or folder) under lib/algos/ with an AlgoFactory, and
+// one line in algorithm_list() (registry.cpp). docs/design.md walks through it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algos/algo.h"
+
+namespace fftconv::detail {
+
+class AlgoFactory {
+ public:
+  virtual ~AlgoFactory() = default;
+  /// Short name for reports and describe(), e.g. "fft", "fft_tiled", "cudnn", "cpu_fft".
+  virtual const char* name() const = 0;
+  /// The public Algo value that forces this entry.
+  virtual Algo algo() const = 0;
+  /// Where its plans run (kGpu or kCpu, never kAuto).
+  virtual Backend backend() const = 0;
+  /// Whether it can run the pass of `o` on `d` at all (cheap: no allocation, no timing); when not,
+  /// a status and a reason a user can act on.
+  virtual Support can_implement(const ConvDesc& d, const Options& o) const = 0;
+  /// Estimated device time in microseconds, for ranking; only asked after can_implement said
+  /// yes. `detail` (may be null) receives what the estimate is of, e.g. "128x128".
+  virtual double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const = 0;
+  /// Builds the algorithm. `first`: it was forced or ranked first, so it honours Options' size
+  /// forcing and autotuning (the entries after it are fallbacks built with their heuristic sizes).
+  /// `reason` receives how its sizes were chosen ("" when by heuristic). Throws Error:
+  /// kNotSupported or kOutOfMemory when it cannot be built here (Auto then tries the next).
+  virtual std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool first,
+                                           std::string* reason) const = 0;
+};
+
+/// Every algorithm, in priority order (ties in estimate go to the earlier entry).
+const std::vector<const AlgoFactory*>& algorithm_list();
+
+/// The backend a plan with these options runs on: kGpu and kCpu as given, kAuto the GPU when
+/// fftconv::device_count() > 0, else the CPU. Throws Error(kInvalidArgument) for a value that
+/// is not a Backend.
+Backend resolve_backend(Backend requested);
+
+/// Builds the algorithm of a plan: the forced entry, or Auto's ranking of the entries of the
+/// backend. Fills `info` (what was chosen, every candidate, and why). Throws Error when none can
+/// run the plan.
+std::unique_ptr<ConvAlgo> build_algorithm(const ConvDesc& d, const Options& o, PlanInfo* info);
+
+}  // namespace fftconv::detail
