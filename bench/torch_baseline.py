@@ -19,7 +19,7 @@ dil_h,dil_w,groups,dtype) and every requested pass it times
                has no general half-precision path) and cast back; the casts are timed.
 
 Each benchmark is timed with CUDA events per call after warm-up; real_time is the median
-of --iters calls (>= 20 recommended, ENGINEERING.md section 9). Inputs smaller than
+of --iters calls (>= 20 recommended, docs/benchmarking.md "What a time is"). Inputs smaller than
 --rotate-mb are replicated and rotated so that successive calls do not hit a warm L2.
 The first call (which includes cuDNN's algorithm search) is reported as first_call_ms.
 On small problems the time can be bound by Python's kernel-launch overhead (torch_fft
@@ -61,7 +61,8 @@ DTYPES = {"f32": 4, "f16": 2, "bf16": 2}
 _DTYPE_ALIASES = {"f32": "f32", "fp32": "f32", "float32": "f32", "float": "f32",
                   "f16": "f16", "fp16": "f16", "float16": "f16", "half": "f16",
                   "bf16": "bf16", "bfloat16": "bf16"}
-# Accuracy a correct FFT convolution reaches (ENGINEERING.md section 7); above it we warn.
+# Accuracy a correct FFT convolution reaches (docs/benchmarking.md "Accuracy and tolerance");
+# above it we warn.
 REL_L2_TOLERANCE = {"f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
 
 
