@@ -6,6 +6,7 @@
 #include "geometry/fft_geometry.h"
 #include "host/host_threads.h"
 #include "tuning/host_heuristics.h"
+#include "tuning/tuning_cache.h"
 
 #if FFTCONV_WITH_FFTW
 #include "host/host_fft_conv.h"
@@ -63,13 +64,16 @@ std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o,
   const FftGeometry g = host_geometry(d, o, &size_reason);
   const int threads = host_thread_count();
   const bool measure = o.tuning != Tuning::kHeuristic;
-  auto conv = std::make_unique<HostFftConv>(d, g, o.pass, threads, measure);
+  const std::string cache = tuning_cache_path(o);
+  const std::string wisdom = measure && !cache.empty() ? cache + ".fftw-wisdom" : "";
+  auto conv = std::make_unique<HostFftConv>(d, g, o.pass, threads, measure, wisdom);
   if (reason) {
     char buffers[48];
     std::snprintf(buffers, sizeof(buffers), "%.1f MiB", double(conv->buffer_bytes()) / (1 << 20));
     *reason = "cpu: fftw3f, " + std::to_string(threads) + " thread" +
                    (threads == 1 ? "" : "s") + ", " +
-                   (measure ? "FFTW_MEASURE plans" : "FFTW_ESTIMATE plans") + "; " + size_reason +
+                   (measure ? "FFTW_MEASURE plans" : "FFTW_ESTIMATE plans") +
+                   (wisdom.empty() ? "" : " (wisdom " + wisdom + ")") + "; " + size_reason +
                    "; host buffers " + buffers;
   }
   return conv;

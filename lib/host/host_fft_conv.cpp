@@ -8,6 +8,12 @@
 #include <mutex>
 #include <string>
 
+#include <filesystem>
+#include <system_error>
+
+#include <unistd.h>
+
+#include "core/log.h"
 #include "fftconv/status.hpp"
 #include "geometry/index_math.h"
 #include "host/host_threads.h"
@@ -27,6 +33,36 @@ std::mutex& planner_mutex() {
 bool init_fftw_threads() {
   static const bool ok = fftwf_init_threads() != 0;
   return ok;
+}
+
+// FFTW wisdom kept beside the tuning cache: read before measured planning (a missing file is
+// nothing to read), written after through a temporary file and a rename, so a reader never sees a
+// half-written file. Wisdom only adds plans, so the last writer's file holds every plan it saw.
+void import_wisdom(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return;
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  if (!fftwf_import_wisdom_from_filename(path.c_str())) {
+    log_warning("FFTW wisdom " + path + " could not be read; planning without it");
+  }
+}
+
+void export_wisdom(const std::string& path) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    if (!fftwf_export_wisdom_to_filename(tmp.c_str())) {
+      log_warning("FFTW wisdom " + path + ": cannot write " + tmp);
+      return;
+    }
+    std::filesystem::rename(tmp, path, ec);
+  }
+  if (ec) {
+    log_warning("FFTW wisdom " + path + ": cannot replace it (" + ec.message() + ")");
+    std::filesystem::remove(tmp, ec);
+  }
 }
 
 std::string mib(std::size_t bytes) {
@@ -215,7 +251,7 @@ std::size_t HostFftConv::buffer_bytes(const ConvDesc& d, const FftGeometry& g) {
 }
 
 HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int threads,
-                         bool measure)
+                         bool measure, const std::string& wisdom)
     : d_(d),
       g_(g),
       pass_(pass),
@@ -248,6 +284,7 @@ HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int
   a_ = alloc(planes_.a);
   b_ = alloc(planes_.b);
   out_ = alloc(planes_.out);
+  if (measure_) import_wisdom(wisdom);
   r2c_a_ = std::make_unique<BatchedFft>(g, planes_.a, a_.get(), true, threads_, measure_);
   r2c_b_ = std::make_unique<BatchedFft>(g, planes_.b, b_.get(), true, threads_, measure_);
   c2r_out_ = std::make_unique<BatchedFft>(g, planes_.out, out_.get(), false, threads_, measure_);
@@ -255,6 +292,7 @@ HostFftConv::HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int
     throw Error(Status::kInternal, "FFTW could not plan the " + std::to_string(g.fft_h) + "x" +
                                        std::to_string(g.fft_w) + " transforms of " + d.to_string());
   }
+  if (measure_) export_wisdom(wisdom);
 }
 
 HostFftConv::~HostFftConv() = default;

@@ -52,7 +52,10 @@ class HostFftConv final : public HostConv {
   /// Allocates the spectra and builds the FFTW plans for `threads` threads; `measure` plans with
   /// FFTW_MEASURE (FFTW times candidate algorithms: slower to build, sometimes faster to run)
   /// instead of FFTW_ESTIMATE. Throws Error(kOutOfMemory) when the buffers cannot be had.
-  HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int threads, bool measure);
+  /// `wisdom` (measured plans only; may be empty): a file of FFTW wisdom read before planning
+  /// and rewritten after, so a later process plans the same transforms at once.
+  HostFftConv(const ConvDesc& d, const FftGeometry& g, Pass pass, int threads, bool measure,
+              const std::string& wisdom = "");
   ~HostFftConv() override;
   HostFftConv(const HostFftConv&) = delete;
   HostFftConv& operator=(const HostFftConv&) = delete;
