@@ -50,8 +50,9 @@ std::unique_ptr<ConvAlgo> build_forced(const ConvDesc& d, const Options& o, Back
   auto algo = f.create(d, o, /*first=*/true, &size_reason);
   AlgoCandidate c{f.name(), f.algo(), -1.0, true, "forced by Options::algo"};
   info->candidates.push_back(c);
-  *reason = backend == Backend::kCpu ? size_reason
-                                     : "requested" + (size_reason.empty() ? "" : "; " + size_reason);
+  *reason = backend == Backend::kCpu
+                ? size_reason
+                : "requested" + (size_reason.empty() ? "" : "; " + size_reason);
   return algo;
 }
 
@@ -131,13 +132,15 @@ std::unique_ptr<ConvAlgo> build_algorithm(const ConvDesc& d, const Options& o, P
   const Backend backend = resolve_backend(o.backend);
   if (backend == Backend::kGpu) require_device();
   std::string reason;
-  std::unique_ptr<ConvAlgo> algo = o.algo == Algo::kAuto ? build_auto(d, o, backend, info, &reason)
-                                                         : build_forced(d, o, backend, info, &reason);
+  std::unique_ptr<ConvAlgo> algo = o.algo == Algo::kAuto
+                                       ? build_auto(d, o, backend, info, &reason)
+                                       : build_forced(d, o, backend, info, &reason);
   algo->fill_info(*info);
   info->pass = o.pass;
   info->backend = backend;
-  info->reason = info->reason.empty() ? reason : reason.empty() ? info->reason
-                                                                : reason + "; " + info->reason;
+  info->reason = info->reason.empty() ? reason
+                 : reason.empty()     ? info->reason
+                                      : reason + "; " + info->reason;
   log(LogLevel::kInfo, d.to_string() + " " + pass_name(o.pass) + ": " + info->reason);
   return algo;
 }

@@ -69,9 +69,7 @@ class HostAlgo final : public ConvAlgo {
 
 class CpuFftFactory final : public AlgoFactory {
  public:
-  const char* name() const override { return "cpu_fft"; }
-  Algo algo() const override { return Algo::kFft; }
-  Backend backend() const override { return Backend::kCpu; }
+  CpuFftFactory() : AlgoFactory("cpu_fft", Algo::kFft, Backend::kCpu) {}
   Support can_implement(const ConvDesc& d, const Options& o) const override {
     return host_can_implement(d, o);
   }

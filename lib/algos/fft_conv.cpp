@@ -137,8 +137,7 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   // 3. per-frequency GEMM of the pass (gemm_problem); m = image*tile in the forward pass.
   CgemmOperands ops;
   const auto* spec_a = reinterpret_cast<const float2*>(spec_in);
-  const auto* spec_bc =
-      per_call_filter ? spec_a + planes_.a * g_.bins : kept_.as<const float2>();
+  const auto* spec_bc = per_call_filter ? spec_a + planes_.a * g_.bins : kept_.as<const float2>();
   // wgrad contracts A = DY (segment b) with B = X (segment a); the others A = segment a.
   ops.a = pass_ == Pass::kBackwardFilter ? spec_bc : spec_a;
   ops.b = pass_ == Pass::kBackwardFilter ? spec_a : spec_bc;

@@ -62,9 +62,7 @@ std::unique_ptr<ConvAlgo> build_fft(const ConvDesc& d, const Options& o, const F
 
 class FftFullFactory final : public AlgoFactory {
  public:
-  const char* name() const override { return "fft"; }
-  Algo algo() const override { return Algo::kFft; }
-  Backend backend() const override { return Backend::kGpu; }
+  FftFullFactory() : AlgoFactory("fft", Algo::kFft, Backend::kGpu) {}
   Support can_implement(const ConvDesc& d, const Options& o) const override {
     return FftConvAlgo::can_implement(d, o, choose_fft_geometry(d, o.pass));
   }
@@ -81,9 +79,7 @@ class FftFullFactory final : public AlgoFactory {
 
 class FftTiledFactory final : public AlgoFactory {
  public:
-  const char* name() const override { return "fft_tiled"; }
-  Algo algo() const override { return Algo::kFftTiled; }
-  Backend backend() const override { return Backend::kGpu; }
+  FftTiledFactory() : AlgoFactory("fft_tiled", Algo::kFftTiled, Backend::kGpu) {}
   Support can_implement(const ConvDesc& d, const Options& o) const override {
     if (o.pass != Pass::kForward) {
       return Support::no(Status::kNotSupported,
@@ -92,10 +88,9 @@ class FftTiledFactory final : public AlgoFactory {
     }
     FftGeometry g;
     if (!tiled_geometry(d, o, &g, nullptr)) {
-      return Support::no(Status::kNotSupported,
-                         "no tile size from " + std::to_string(kMinTile) + " to " +
-                             std::to_string(kMaxTile) + " fits the dilated kernel of " +
-                             d.to_string());
+      return Support::no(Status::kNotSupported, "no tile size from " + std::to_string(kMinTile) +
+                                                    " to " + std::to_string(kMaxTile) +
+                                                    " fits the dilated kernel of " + d.to_string());
     }
     return FftConvAlgo::can_implement(d, o, g);
   }

@@ -14,13 +14,15 @@ namespace fftconv::detail {
 
 class AlgoFactory {
  public:
+  /// `name`: short name for reports and describe(), e.g. "fft", "fft_tiled", "cudnn", "cpu_fft";
+  /// `algo`: the public Algo value that forces this entry; `backend`: where its plans run (kGpu or
+  /// kCpu, never kAuto).
+  constexpr AlgoFactory(const char* name, Algo algo, Backend backend)
+      : name_(name), algo_(algo), backend_(backend) {}
   virtual ~AlgoFactory() = default;
-  /// Short name for reports and describe(), e.g. "fft", "fft_tiled", "cudnn", "cpu_fft".
-  virtual const char* name() const = 0;
-  /// The public Algo value that forces this entry.
-  virtual Algo algo() const = 0;
-  /// Where its plans run (kGpu or kCpu, never kAuto).
-  virtual Backend backend() const = 0;
+  const char* name() const { return name_; }
+  Algo algo() const { return algo_; }
+  Backend backend() const { return backend_; }
   /// Whether it can run the pass of `o` on `d` at all (cheap: no allocation, no timing); when not,
   /// a status and a reason a user can act on.
   virtual Support can_implement(const ConvDesc& d, const Options& o) const = 0;
@@ -33,6 +35,11 @@ class AlgoFactory {
   /// kNotSupported or kOutOfMemory when it cannot be built here (Auto then tries the next).
   virtual std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool first,
                                            std::string* reason) const = 0;
+
+ private:
+  const char* name_;
+  Algo algo_;
+  Backend backend_;
 };
 
 /// Every algorithm, in priority order (ties in estimate go to the earlier entry).

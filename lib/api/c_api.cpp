@@ -16,18 +16,16 @@ namespace {
 
 thread_local std::string g_last_error;
 
-static_assert(FFTCONV_STATUS_INTERNAL == static_cast<int>(fftconv::Status::kInternal),
-              "C and C++ status codes out of sync");
-static_assert(FFTCONV_ALGO_FFT_TILED == static_cast<int>(fftconv::Algo::kFftTiled),
-              "C and C++ algo codes out of sync");
-static_assert(FFTCONV_PASS_BACKWARD_FILTER == static_cast<int>(fftconv::Pass::kBackwardFilter),
-              "fftconv_pass_t must match fftconv::Pass");
-static_assert(FFTCONV_BACKEND_AUTO == static_cast<int>(fftconv::Backend::kAuto),
-              "fftconv_backend_t must match fftconv::Backend");
-static_assert(FFTCONV_TUNING_EXHAUSTIVE == static_cast<int>(fftconv::Tuning::kExhaustive),
-              "fftconv_tuning_t must match fftconv::Tuning");
-static_assert(FFTCONV_DTYPE_BF16 == static_cast<int>(fftconv::DType::kBF16),
-              "C and C++ dtype codes out of sync");
+// The C enums mirror the C++ ones value for value: the last member of each must agree.
+constexpr bool same(int c, int cpp) { return c == cpp; }
+static_assert(same(FFTCONV_STATUS_INTERNAL, static_cast<int>(fftconv::Status::kInternal)) &&
+                  same(FFTCONV_ALGO_FFT_TILED, static_cast<int>(fftconv::Algo::kFftTiled)) &&
+                  same(FFTCONV_PASS_BACKWARD_FILTER,
+                       static_cast<int>(fftconv::Pass::kBackwardFilter)) &&
+                  same(FFTCONV_BACKEND_AUTO, static_cast<int>(fftconv::Backend::kAuto)) &&
+                  same(FFTCONV_TUNING_EXHAUSTIVE, static_cast<int>(fftconv::Tuning::kExhaustive)) &&
+                  same(FFTCONV_DTYPE_BF16, static_cast<int>(fftconv::DType::kBF16)),
+              "the C API's enums are out of sync with the C++ ones");
 
 fftconv_status_t fail(fftconv::Status st, const std::string& message) {
   g_last_error = message;

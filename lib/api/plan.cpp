@@ -40,32 +40,22 @@ struct Plan::Impl {
 
 namespace {
 
+// Options fields are plain enums a caller (the C API, a cast) can set to anything.
+template <typename E>
+void check_enum(E value, E first, E last, const char* field) {
+  const int v = static_cast<int>(value);
+  if (v < static_cast<int>(first) || v > static_cast<int>(last)) {
+    throw Error(Status::kInvalidArgument,
+                std::string(field) + " has the invalid value " + std::to_string(v));
+  }
+}
+
 void check_options(const Options& o) {
-  const int a = static_cast<int>(o.algo);
-  if (a < static_cast<int>(Algo::kAuto) || a > static_cast<int>(Algo::kFftTiled)) {
-    throw Error(Status::kInvalidArgument,
-                "Options::algo has the invalid value " + std::to_string(a));
-  }
-  const int s = static_cast<int>(o.cudnn_search);
-  if (s != static_cast<int>(CudnnSearch::kFind) && s != static_cast<int>(CudnnSearch::kHeuristic)) {
-    throw Error(Status::kInvalidArgument,
-                "Options::cudnn_search has the invalid value " + std::to_string(s));
-  }
-  const int t = static_cast<int>(o.tuning);
-  if (t < static_cast<int>(Tuning::kHeuristic) || t > static_cast<int>(Tuning::kExhaustive)) {
-    throw Error(Status::kInvalidArgument,
-                "Options::tuning has the invalid value " + std::to_string(t));
-  }
-  const int p = static_cast<int>(o.pass);
-  if (p < static_cast<int>(Pass::kForward) || p > static_cast<int>(Pass::kBackwardFilter)) {
-    throw Error(Status::kInvalidArgument,
-                "Options::pass has the invalid value " + std::to_string(p));
-  }
-  const int b = static_cast<int>(o.backend);
-  if (b < static_cast<int>(Backend::kGpu) || b > static_cast<int>(Backend::kAuto)) {
-    throw Error(Status::kInvalidArgument,
-                "Options::backend has the invalid value " + std::to_string(b));
-  }
+  check_enum(o.algo, Algo::kAuto, Algo::kFftTiled, "Options::algo");
+  check_enum(o.cudnn_search, CudnnSearch::kFind, CudnnSearch::kHeuristic, "Options::cudnn_search");
+  check_enum(o.tuning, Tuning::kHeuristic, Tuning::kExhaustive, "Options::tuning");
+  check_enum(o.pass, Pass::kForward, Pass::kBackwardFilter, "Options::pass");
+  check_enum(o.backend, Backend::kGpu, Backend::kAuto, "Options::backend");
 }
 
 // The plan's pass must be the one called.
@@ -119,14 +109,15 @@ std::string Plan::describe() const {
   return s + ws + " (" + i.reason + ")";
 }
 
-void Plan::forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
-                   std::size_t workspace_bytes, cudaStream_t stream) const {
-  require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
+namespace {
+
+// Checks a forward call's arguments (nothing is enqueued when they are wrong) and packs them.
+detail::RunArgs forward_args(const ConvDesc& d, const detail::ConvAlgo& algo, const void* x,
+                             const void* w, const void* bias, void* y, void* workspace,
+                             std::size_t workspace_bytes) {
   std::string why;
-  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
-                                 workspace_size(), impl_->algo->has_filter(), &why);
+  const Status st = detail::check_forward_args(d, x, w, bias, y, workspace, workspace_bytes,
+                                               algo.workspace_size(), algo.has_filter(), &why);
   if (st != Status::kSuccess) throw Error(st, why);
   detail::RunArgs args;
   args.x = x;
@@ -134,7 +125,18 @@ void Plan::forward(const void* x, const void* w, const void* bias, void* y, void
   args.bias = bias;
   args.out = y;
   args.workspace = workspace;
-  impl_->algo->run(args, stream, nullptr);
+  return args;
+}
+
+}  // namespace
+
+void Plan::forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
+                   std::size_t workspace_bytes, cudaStream_t stream) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  impl_->algo->run(
+      forward_args(impl_->desc, *impl_->algo, x, w, bias, y, workspace, workspace_bytes), stream,
+      nullptr);
 }
 
 void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspace,
@@ -210,19 +212,10 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
                                              cudaStream_t stream, int iters) const {
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "profile_forward");
   if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
-  std::string why;
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
-                                 workspace_size(), impl_->algo->has_filter(), &why);
-  if (st != Status::kSuccess) throw Error(st, why);
-  detail::RunArgs args;
-  args.x = x;
-  args.w = w;
-  args.bias = bias;
-  args.out = y;
-  args.workspace = workspace;
-  return impl_->algo->profile_forward(args, stream, iters);
+  return impl_->algo->profile_forward(
+      forward_args(impl_->desc, *impl_->algo, x, w, bias, y, workspace, workspace_bytes), stream,
+      iters);
 }
 
 }  // namespace fftconv

@@ -17,19 +17,17 @@ const char* cufft_result_name(cufftResult r) noexcept;
 
 }  // namespace fftconv::detail
 
-#define FFTCONV_CUDA_CHECK(expr)                                                   \
+// Evaluates `expr` once; when it is not `ok`, calls thrower(result, "expr", file, line).
+#define FFTCONV_CHECK_RESULT(expr, ok, thrower)                                   \
   do {                                                                             \
-    const cudaError_t fftconv_err_ = (expr);                                       \
-    if (fftconv_err_ != cudaSuccess)                                               \
-      ::fftconv::detail::throw_cuda(fftconv_err_, #expr, __FILE__, __LINE__);      \
+    const auto fftconv_result_ = (expr);                                           \
+    if (fftconv_result_ != (ok)) thrower(fftconv_result_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define FFTCONV_CUFFT_CHECK(expr)                                                  \
-  do {                                                                             \
-    const cufftResult fftconv_err_ = (expr);                                       \
-    if (fftconv_err_ != CUFFT_SUCCESS)                                             \
-      ::fftconv::detail::throw_cufft(fftconv_err_, #expr, __FILE__, __LINE__);     \
-  } while (0)
+#define FFTCONV_CUDA_CHECK(expr) \
+  FFTCONV_CHECK_RESULT(expr, cudaSuccess, ::fftconv::detail::throw_cuda)
+#define FFTCONV_CUFFT_CHECK(expr) \
+  FFTCONV_CHECK_RESULT(expr, CUFFT_SUCCESS, ::fftconv::detail::throw_cufft)
 
 // After a kernel launch: reports bad launch configurations without synchronising.
 #define FFTCONV_CHECK_LAUNCH() FFTCONV_CUDA_CHECK(cudaGetLastError())

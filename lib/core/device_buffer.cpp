@@ -15,9 +15,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) {
   if (err != cudaSuccess) {
     cudaGetLastError();  // an allocation failure leaves no sticky error behind
     ptr_ = nullptr;
-    throw Error(err == cudaErrorMemoryAllocation ? Status::kOutOfMemory : Status::kCudaError,
-                "cudaMalloc of " + std::to_string(bytes) + " bytes failed: " +
-                    cudaGetErrorString(err));
+    throw Error(
+        err == cudaErrorMemoryAllocation ? Status::kOutOfMemory : Status::kCudaError,
+        "cudaMalloc of " + std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(err));
   }
   bytes_ = bytes;
 }

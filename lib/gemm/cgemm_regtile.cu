@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "gemm/cgemm.h"
+#include "gemm/cgemm_tile.cuh"
 
 namespace fftconv::detail {
 
@@ -47,10 +48,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const float sb = p.conj_b ? -1.0f : 1.0f;
 
   float2 acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = make_float2(0.0f, 0.0f);
+  zero_tile(acc);
 
 #pragma unroll 2
   for (std::int64_t kk = 0; kk < p.k; ++kk) {
@@ -65,13 +63,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
       bv[j] = j < nv ? __ldg(b + j * p.b_n) : make_float2(0.0f, 0.0f);
       bv[j].y *= sb;
     }
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-      for (int j = 0; j < TN; ++j) {
-        acc[i][j].x = fmaf(av[i].x, bv[j].x, fmaf(-av[i].y, bv[j].y, acc[i][j].x));
-        acc[i][j].y = fmaf(av[i].x, bv[j].y, fmaf(av[i].y, bv[j].x, acc[i][j].y));
-      }
+    mac_tile(acc, av, bv);
     a += p.a_k;
     b += p.b_k;
   }
@@ -103,7 +95,8 @@ constexpr int kRegTileThreads = 128;
 template <int TM, int TN>
 CgemmKernel regtile_entry(const char* name) {
   using P = RegTilePolicy<TM, TN, kRegTileThreads>;
-  return CgemmKernel{name, CgemmFamily::kRegTile, TM, TN, TM, TN, kRegTileThreads, &launch_regtile<P>};
+  return CgemmKernel{
+      name, CgemmFamily::kRegTile, TM, TN, TM, TN, kRegTileThreads, &launch_regtile<P>};
 }
 
 }  // namespace
@@ -111,16 +104,25 @@ CgemmKernel regtile_entry(const char* name) {
 // The instantiated register tilings (joined with the other families in cgemm_catalog.cpp).
 const std::vector<CgemmKernel>& regtile_kernels() {
   static const std::vector<CgemmKernel> kernels = {
-      regtile_entry<1, 1>("regtile_1x1"), regtile_entry<2, 1>("regtile_2x1"),
-      regtile_entry<4, 1>("regtile_4x1"), regtile_entry<8, 1>("regtile_8x1"),
-      regtile_entry<1, 2>("regtile_1x2"), regtile_entry<2, 2>("regtile_2x2"),
-      regtile_entry<4, 2>("regtile_4x2"), regtile_entry<8, 2>("regtile_8x2"),
-      regtile_entry<1, 4>("regtile_1x4"), regtile_entry<2, 4>("regtile_2x4"),
-      regtile_entry<4, 4>("regtile_4x4"), regtile_entry<8, 4>("regtile_8x4"),
-      regtile_entry<1, 8>("regtile_1x8"), regtile_entry<2, 8>("regtile_2x8"),
-      regtile_entry<4, 8>("regtile_4x8"), regtile_entry<8, 8>("regtile_8x8"),
+      regtile_entry<1, 1>("regtile_1x1"),
+      regtile_entry<2, 1>("regtile_2x1"),
+      regtile_entry<4, 1>("regtile_4x1"),
+      regtile_entry<8, 1>("regtile_8x1"),
+      regtile_entry<1, 2>("regtile_1x2"),
+      regtile_entry<2, 2>("regtile_2x2"),
+      regtile_entry<4, 2>("regtile_4x2"),
+      regtile_entry<8, 2>("regtile_8x2"),
+      regtile_entry<1, 4>("regtile_1x4"),
+      regtile_entry<2, 4>("regtile_2x4"),
+      regtile_entry<4, 4>("regtile_4x4"),
+      regtile_entry<8, 4>("regtile_8x4"),
+      regtile_entry<1, 8>("regtile_1x8"),
+      regtile_entry<2, 8>("regtile_2x8"),
+      regtile_entry<4, 8>("regtile_4x8"),
+      regtile_entry<8, 8>("regtile_8x8"),
       // A whole 16-image batch per thread: the filter spectra are read once.
-      regtile_entry<16, 1>("regtile_16x1"), regtile_entry<16, 2>("regtile_16x2"),
+      regtile_entry<16, 1>("regtile_16x1"),
+      regtile_entry<16, 2>("regtile_16x2"),
   };
   return kernels;
 }

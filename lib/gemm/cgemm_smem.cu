@@ -8,6 +8,7 @@
 // consecutive 8-byte words (no bank conflicts).
 #include "core/check.h"
 #include "gemm/cgemm.h"
+#include "gemm/cgemm_tile.cuh"
 
 namespace fftconv::detail {
 
@@ -60,30 +61,11 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
   const float2* b = op.b + g * p.b_g + f;
 
   float2 acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = make_float2(0.0f, 0.0f);
+  zero_tile(acc);
 
   for (std::int64_t k0 = 0; k0 < p.k; k0 += KC) {
-    // Stage: warp w loads rows w, w + kWarps, ...; lane = bin, so each row is one 256-byte load.
-    // Partly unrolled: enough loads in flight without pushing the accumulators out of registers.
-#pragma unroll 2
-    for (int row = warp; row < KC * BM; row += P::kWarps) {
-      const int kk = row / BM, mm = row % BM;
-      float2 v = make_float2(0.0f, 0.0f);
-      if (f_ok && k0 + kk < p.k && m0 + mm < p.m) v = __ldg(a + (m0 + mm) * p.a_m + (k0 + kk) * p.a_k);
-      v.y *= sa;
-      a_s[kk][mm][lane] = v;
-    }
-#pragma unroll 2
-    for (int row = warp; row < KC * BN; row += P::kWarps) {
-      const int kk = row / BN, nn = row % BN;
-      float2 v = make_float2(0.0f, 0.0f);
-      if (f_ok && k0 + kk < p.k && n0 + nn < p.n) v = __ldg(b + (n0 + nn) * p.b_n + (k0 + kk) * p.b_k);
-      v.y *= sb;
-      b_s[kk][nn][lane] = v;
-    }
+    stage_rows(a_s, a, p.a_m, p.a_k, k0, p.k, m0, p.m, sa, f_ok, warp, P::kWarps, lane);
+    stage_rows(b_s, b, p.b_n, p.b_k, k0, p.k, n0, p.n, sb, f_ok, warp, P::kWarps, lane);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < KC; ++kk) {
@@ -92,13 +74,7 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
       for (int i = 0; i < TM; ++i) av[i] = a_s[kk][wm * TM + i][lane];
 #pragma unroll
       for (int j = 0; j < TN; ++j) bv[j] = b_s[kk][wn * TN + j][lane];
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-          acc[i][j].x = fmaf(av[i].x, bv[j].x, fmaf(-av[i].y, bv[j].y, acc[i][j].x));
-          acc[i][j].y = fmaf(av[i].x, bv[j].y, fmaf(av[i].y, bv[j].x, acc[i][j].y));
-        }
+      mac_tile(acc, av, bv);
     }
     __syncthreads();
   }

@@ -48,15 +48,15 @@ Support host_can_implement(const ConvDesc& d, const Options& o) {
               "' names a GPU GEMM tiling; the cpu backend has one GEMM of its own");
   }
 #if !FFTCONV_WITH_FFTW
-  return no("this fftconv was built without the cpu backend: install FFTW3 single precision "
-            "(Debian: libfftw3-dev) and reconfigure with -DFFTCONV_WITH_FFTW=ON");
+  return no(
+      "this fftconv was built without the cpu backend: install FFTW3 single precision "
+      "(Debian: libfftw3-dev) and reconfigure with -DFFTCONV_WITH_FFTW=ON");
 #else
   return Support::yes();
 #endif
 }
 
-std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o,
-                                         std::string* reason) {
+std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o, std::string* reason) {
   const Support s = host_can_implement(d, o);
   if (!s.ok()) throw Error(s.status, s.reason);
 #if FFTCONV_WITH_FFTW
@@ -70,11 +70,10 @@ std::unique_ptr<HostConv> make_host_conv(const ConvDesc& d, const Options& o,
   if (reason) {
     char buffers[48];
     std::snprintf(buffers, sizeof(buffers), "%.1f MiB", double(conv->buffer_bytes()) / (1 << 20));
-    *reason = "cpu: fftw3f, " + std::to_string(threads) + " thread" +
-                   (threads == 1 ? "" : "s") + ", " +
-                   (measure ? "FFTW_MEASURE plans" : "FFTW_ESTIMATE plans") +
-                   (wisdom.empty() ? "" : " (wisdom " + wisdom + ")") + "; " + size_reason +
-                   "; host buffers " + buffers;
+    *reason = "cpu: fftw3f, " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
+              ", " + (measure ? "FFTW_MEASURE plans" : "FFTW_ESTIMATE plans") +
+              (wisdom.empty() ? "" : " (wisdom " + wisdom + ")") + "; " + size_reason +
+              "; host buffers " + buffers;
   }
   return conv;
 #else

@@ -136,6 +136,21 @@ __device__ __forceinline__ void pad_chunk(const PadParams& p, const SegmentDivid
   }
 }
 
+// A warp per chunk: body(plane, begin, end) for every chunk [begin, end) of `per_plane`
+// elements that this warp owns, grid-stride over planes * chunks_per_plane chunks.
+template <typename Body>
+__device__ __forceinline__ void for_each_warp_chunk(int planes, const IntDivider& chunks_per_plane,
+                                                    int chunk, int per_plane, Body&& body) {
+  const int chunks = planes * static_cast<int>(chunks_per_plane.divisor());
+  for (int w = static_cast<int>(blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp); w < chunks;
+       w += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
+    int plane = 0, part = 0;
+    chunks_per_plane.divmod(w, plane, part);
+    const int begin = part * chunk;
+    body(plane, begin, min(begin + chunk, per_plane));
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadParams p, int chunk) {
   const PadSegment& seg = p.seg[blockIdx.y];
@@ -146,13 +161,7 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadPa
   const bool unit_step = pl.step_h == 1 && pl.step_w == 1;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   // launch_pad checks that planes * chunks (and a grid's step past them) fits in 32 bits.
-  const int chunks = static_cast<int>(seg.planes) * static_cast<int>(p.chunks.divisor());
-  for (int w = static_cast<int>(blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp); w < chunks;
-       w += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
-    int plane = 0, part = 0;
-    p.chunks.divmod(w, plane, part);
-    const int begin = part * chunk;
-    const int end = min(begin + chunk, pairs);
+  const auto pad_plane_chunk = [&](int plane, int begin, int end) {
     float2* dst =
         reinterpret_cast<float2*>(seg.dst + static_cast<std::int64_t>(plane) * p.fft_h * p.pitch);
     const PlaneSource source = pad_plane_source<int>(plane, seg.map, pl.off_h, pl.off_w,
@@ -165,7 +174,8 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm) pad_kernel(PadPa
     } else {
       pad_chunk<T, false>(p, dv, ps, src_plane, dst, begin, end, lane);
     }
-  }
+  };
+  for_each_warp_chunk(static_cast<int>(seg.planes), p.chunks, chunk, pairs, pad_plane_chunk);
 }
 
 // The clip's read window in 32-bit indices (launch_clip checks they fit).
@@ -195,15 +205,14 @@ __device__ __forceinline__ float clip_value(const ClipParams& c, const float* pl
     int th = 0, tw = 0;
     c.tile_h.divmod(lp, th, lp);
     c.tile_w.divmod(lq, tw, lq);
-    src += static_cast<std::int64_t>(th * static_cast<int>(c.g.tiles_w) + tw) * c.a.k *
-           c.g.fft_h * c.g.pitch;
+    src += static_cast<std::int64_t>(th * static_cast<int>(c.g.tiles_w) + tw) * c.a.k * c.g.fft_h *
+           c.g.pitch;
   }
   const int row = clip_read<int>(lp, w.stride_h, w.off_h, w.fft_h, c.a.wrap);
   const int col = clip_read<int>(lq, w.stride_w, w.off_w, w.fft_w, c.a.wrap);
-  return row >= 0 && col >= 0
-             ? src[static_cast<unsigned>(row) * static_cast<unsigned>(c.g.pitch) +
-                   static_cast<unsigned>(col)]
-             : 0.0f;
+  return row >= 0 && col >= 0 ? src[static_cast<unsigned>(row) * static_cast<unsigned>(c.g.pitch) +
+                                    static_cast<unsigned>(col)]
+                              : 0.0f;
 }
 
 // Clip: like pad, a warp per chunk of one output plane, 32-bit index math inside the plane.
@@ -216,13 +225,7 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
   const int per_plane = static_cast<int>(a.out_h) * static_cast<int>(c.out_w.divisor());
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   // launch_clip checks that planes * chunks (and a grid's step past them) fits in 32 bits.
-  const int chunks = static_cast<int>(a.planes) * static_cast<int>(c.chunks.divisor());
-  for (int w = static_cast<int>(blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp); w < chunks;
-       w += static_cast<int>(gridDim.x) * kWarpsPerBlock) {
-    int plane = 0, part = 0;
-    c.chunks.divmod(w, plane, part);
-    const int begin = part * chunk;
-    const int end = min(begin + chunk, per_plane);
+  const auto clip_plane_chunk = [&](int plane, int begin, int end) {
     // The bias (forward only) is read before the rounds. A 2-byte bias is converted after the
     // first round's reads: converted before the loop, it made those reads wait for the bias's
     // (Nsight Compute, seed3_landmark_same's one-wave clip: fp16 2.75 us against fp32's
@@ -232,9 +235,8 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
     const raw_t<T> b_raw = !kAccumulate && bias ? load_raw(bias + plane % c.k) : raw_t<T>(0);
     constexpr bool kConvertAfterReads = !kAccumulate && !std::is_same_v<T, float>;
     float b = kConvertAfterReads ? 0.0f : raw_to_float<T>(b_raw);
-    const float* plane0 =
-        a.src + clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0) * c.g.fft_h *
-                    c.g.pitch;
+    const float* plane0 = a.src + clip_plane_source<int>(plane, c.k, c.g.tiles_h * c.g.tiles_w, 0) *
+                                      c.g.fft_h * c.g.pitch;
     T* dst = y + static_cast<std::int64_t>(plane) * per_plane;
     // One round: every read first (the result, and y when accumulating), then the math.
     const auto round = [&](int base, bool first) {
@@ -267,7 +269,8 @@ __global__ void __launch_bounds__(kPadThreads, kMinBlocksPerSm)
       base += kRound * kWarp;
     }
     for (; base < end; base += kRound * kWarp) round(base, false);
-  }
+  };
+  for_each_warp_chunk(static_cast<int>(a.planes), c.chunks, chunk, per_plane, clip_plane_chunk);
 }
 
 template <typename T, bool kTiled>
@@ -304,11 +307,10 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
     const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
     const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
     FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) &&
-                       fits_index(pl.src_h * pl.src_w) && pl.step_h >= 1 &&
-                       pl.step_w >= 1 && fits_index(pl.step_h) && fits_index(pl.step_w) &&
-                       fits_int(pl.off_h) && fits_int(pl.off_w) && fits_int(low_h) &&
-                       fits_int(low_w) && fits_index(g.fft_h - low_h) &&
-                       fits_index(g.fft_w - low_w),
+                       fits_index(pl.src_h * pl.src_w) && pl.step_h >= 1 && pl.step_w >= 1 &&
+                       fits_index(pl.step_h) && fits_index(pl.step_w) && fits_int(pl.off_h) &&
+                       fits_int(pl.off_w) && fits_int(low_h) && fits_int(low_w) &&
+                       fits_index(g.fft_h - low_h) && fits_index(g.fft_w - low_w),
                    "pad placement too large for 32-bit plane indices");
     FFTCONV_ASSERT(m.inner >= 1 && m.tiles_h >= 1 && m.tiles_w >= 1 &&
                        fits_index(m.tiles_h * m.tiles_w * m.inner),

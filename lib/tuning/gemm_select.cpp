@@ -95,8 +95,9 @@ GemmChoice select_cgemm(const CgemmProblem& p, const Options& o, const std::stri
     if (k.own() || o.tuning == Tuning::kExhaustive) candidates.push_back(&k);
   }
   const std::vector<GemmTiming> times = time_cgemm_candidates(p, candidates, kAutotuneRuns);
-  const auto best = std::min_element(times.begin(), times.end(),
-                                     [](const GemmTiming& x, const GemmTiming& y) { return x.ms < y.ms; });
+  const auto best =
+      std::min_element(times.begin(), times.end(),
+                       [](const GemmTiming& x, const GemmTiming& y) { return x.ms < y.ms; });
   FFTCONV_ASSERT(best != times.end() && std::isfinite(best->ms), "no GEMM candidate could run");
   cached.store(best->kernel->name, best->ms);
   return {best->kernel, std::string("gemm autotuned over ") + std::to_string(times.size()) +

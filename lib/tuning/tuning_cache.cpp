@@ -316,8 +316,8 @@ TunedChoice::TunedChoice(const Options& o, std::string key)
   if (!path_.empty()) device_ = tuning_device_name();
 }
 
-std::optional<TuningRecord> TunedChoice::find(
-    const std::function<bool(const std::string&)>& usable, const char* what) const {
+std::optional<TuningRecord> TunedChoice::find(const std::function<bool(const std::string&)>& usable,
+                                              const char* what) const {
   if (path_.empty()) return std::nullopt;
   std::optional<TuningRecord> hit = tuning_cache(path_).lookup(device_, key_);
   if (hit && !usable(hit->choice)) {

@@ -109,8 +109,8 @@ TEST(EnumNames, RoundTrip) {
   for (CudnnSearch s : {CudnnSearch::kFind, CudnnSearch::kHeuristic}) {
     EXPECT_EQ(parse_cudnn_search(cudnn_search_name(s)), s);
   }
-  for (LogLevel l : {LogLevel::kOff, LogLevel::kError, LogLevel::kWarning, LogLevel::kInfo,
-                     LogLevel::kDebug}) {
+  for (LogLevel l :
+       {LogLevel::kOff, LogLevel::kError, LogLevel::kWarning, LogLevel::kInfo, LogLevel::kDebug}) {
     EXPECT_EQ(parse_log_level(log_level_name(l)), l);
   }
   EXPECT_THROW(parse_log_level("loud"), Error);

@@ -98,8 +98,8 @@ class CudnnAlgo final : public ConvAlgo {
     FFTCONV_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&descs_.conv));
     const cudnnDataType_t dt = cudnn_dtype(d.dtype);
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
-    FFTCONV_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(descs_.x, CUDNN_TENSOR_NCHW, dt, i(d.n), i(d.c), i(d.h), i(d.w)));
+    FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descs_.x, CUDNN_TENSOR_NCHW, dt, i(d.n), i(d.c),
+                                                   i(d.h), i(d.w)));
     FFTCONV_CUDNN_CHECK(cudnnSetFilter4dDescriptor(descs_.w, dt, CUDNN_TENSOR_NCHW, i(d.k),
                                                    i(d.c_per_group()), i(d.r), i(d.s)));
     FFTCONV_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
@@ -116,7 +116,8 @@ class CudnnAlgo final : public ConvAlgo {
         cudnnGetConvolution2dForwardOutputDim(descs_.conv, descs_.x, descs_.w, &on, &oc, &oh, &ow));
     FFTCONV_ASSERT(on == d.n && oc == d.k && oh == d.out_h() && ow == d.out_w(),
                    "cuDNN output size disagrees with ConvDesc");
-    FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descs_.y, CUDNN_TENSOR_NCHW, dt, on, oc, oh, ow));
+    FFTCONV_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(descs_.y, CUDNN_TENSOR_NCHW, dt, on, oc, oh, ow));
     FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_desc_, CUDNN_TENSOR_NCHW, dt, 1, oc, 1, 1));
 
     if (!o.cudnn_algo.empty()) {
@@ -157,7 +158,8 @@ class CudnnAlgo final : public ConvAlgo {
     enqueue(algo_, args, workspace_);
     if (marks) marks->mark("cudnn", stream);
     if (pass_ == Pass::kForward && a.bias) {
-      FFTCONV_CUDNN_CHECK(cudnnAddTensor(descs_.handle, &one, b_desc_, a.bias, &one, descs_.y, a.out));
+      FFTCONV_CUDNN_CHECK(
+          cudnnAddTensor(descs_.handle, &one, b_desc_, a.bias, &one, descs_.y, a.out));
       if (marks) marks->mark("bias", stream);
     }
   }
@@ -178,8 +180,7 @@ class CudnnAlgo final : public ConvAlgo {
                                     " bytes of device memory: " + e.what());
       }
     }
-    FFTCONV_CUDA_CHECK(
-        cudaMemcpyAsync(kept_w_.get(), w, bytes, cudaMemcpyDeviceToDevice, stream));
+    FFTCONV_CUDA_CHECK(cudaMemcpyAsync(kept_w_.get(), w, bytes, cudaMemcpyDeviceToDevice, stream));
     kept_fence_.mark(stream);
   }
   void clear_filter() override {
@@ -257,16 +258,16 @@ class CudnnAlgo final : public ConvAlgo {
   bool search_fits(std::size_t bytes, std::size_t limit) const {
     std::size_t free_bytes = 0, total_bytes = 0;
     FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t tensors = dtype_size(d_.dtype) *
-                                static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
+    const std::size_t tensors =
+        dtype_size(d_.dtype) * static_cast<std::size_t>(d_.x_elems() + d_.w_elems() + d_.y_elems());
     return bytes <= limit && tensors + bytes < free_bytes / 10 * 9;
   }
 
   std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes) const {
     const std::size_t es = dtype_size(d_.dtype);
-    auto b = std::unique_ptr<SearchBuffers>(new SearchBuffers{
-        DeviceBuffer(es * d_.x_elems()), DeviceBuffer(es * d_.w_elems()),
-        DeviceBuffer(es * d_.y_elems()), DeviceBuffer(ws_bytes), ws_bytes});
+    auto b = std::unique_ptr<SearchBuffers>(
+        new SearchBuffers{DeviceBuffer(es * d_.x_elems()), DeviceBuffer(es * d_.w_elems()),
+                          DeviceBuffer(es * d_.y_elems()), DeviceBuffer(ws_bytes), ws_bytes});
     // Random data: timing on zeros can flatter kernels.
     launch_fill_uniform(b->x.get(), d_.x_elems(), d_.dtype, 1, nullptr);
     launch_fill_uniform(b->w.get(), d_.w_elems(), d_.dtype, 2, nullptr);
@@ -294,8 +295,8 @@ class CudnnAlgo final : public ConvAlgo {
     }
     const auto bufs = search_buffers(search_ws);
     const std::vector<CudnnPerf> perf = ops_->find(
-        descs_, CudnnSearchTensors{bufs->x.get(), bufs->w.get(), bufs->y.get(), bufs->ws.get(),
-                                   search_ws});
+        descs_,
+        CudnnSearchTensors{bufs->x.get(), bufs->w.get(), bufs->y.get(), bufs->ws.get(), search_ws});
     pick(perf, strict, limit, "find");
   }
 
@@ -315,7 +316,7 @@ class CudnnAlgo final : public ConvAlgo {
     a.x = b->x.get();
     a.w = b->w.get();
     a.dy = b->y.get();
-    a.out = pass_ == Pass::kForward         ? b->y.get()
+    a.out = pass_ == Pass::kForward        ? b->y.get()
             : pass_ == Pass::kBackwardData ? b->x.get()
                                            : b->w.get();
     a.workspace = b->ws.get();
@@ -401,7 +402,8 @@ class CudnnAlgo final : public ConvAlgo {
     pick(heuristic_perf(strict), strict, limit, "heuristic");
   }
 
-  void pick(const std::vector<CudnnPerf>& perf, bool strict, std::size_t limit, const std::string& how) {
+  void pick(const std::vector<CudnnPerf>& perf, bool strict, std::size_t limit,
+            const std::string& how) {
     std::string tried;
     int chosen = -1;
     for (std::size_t i = 0; i < perf.size(); ++i) {

@@ -61,9 +61,7 @@ namespace {
 
 class CudnnFactory final : public AlgoFactory {
  public:
-  const char* name() const override { return "cudnn"; }
-  Algo algo() const override { return Algo::kCudnn; }
-  Backend backend() const override { return Backend::kGpu; }
+  CudnnFactory() : AlgoFactory("cudnn", Algo::kCudnn, Backend::kGpu) {}
   Support can_implement(const ConvDesc& d, const Options& o) const override {
     return cudnn_can_implement(d, o);
   }

@@ -37,101 +37,66 @@ std::vector<CudnnPerf> collect(Search&& search) {
   return out;
 }
 
-using FwdAlgo = cudnnConvolutionFwdAlgo_t;
-using BwdDataAlgo = cudnnConvolutionBwdDataAlgo_t;
-using BwdFilterAlgo = cudnnConvolutionBwdFilterAlgo_t;
-constexpr float kOne = 1.0f, kZero = 0.0f;
+// cuDNN's three passes have one call shape: (two operand descriptors and pointers, the
+// convolution, the result's descriptor and pointer), only the names and the operands' roles
+// differ. One definition makes the table entry of each pass:
+//   Name, Short: the API's spellings (cudnnConvolution<Name>, cudnnConvolution<Short>AlgoPerf_t)
+//   COUNT:       CUDNN_CONVOLUTION_<COUNT>_ALGO_COUNT
+//   in1, in2, res: which of CudnnDescs' x, w, y (and the search tensors) the call reads and writes
+//   arg1, arg2:  which RunArgs pointers are the operands (the result is always RunArgs::out)
+// alpha and beta come from RunArgs (1 and 0 unless a backward-filter call accumulates).
+#define FFTCONV_CUDNN_PASS_OPS(Name, Short, COUNT, in1, in2, res, arg1, arg2, ...)              \
+  CudnnPassOps {                                                                                \
+    {__VA_ARGS__},                                                                              \
+        [](const CudnnDescs& d, int algo, std::size_t* bytes) {                                 \
+          return cudnnGetConvolution##Name##WorkspaceSize(                                      \
+              d.handle, d.in1, d.in2, d.conv, d.res,                                            \
+              static_cast<cudnnConvolution##Short##Algo_t>(algo), bytes);                       \
+        },                                                                                      \
+        [](const CudnnDescs& d, int algo, const RunArgs& a, std::size_t ws) {                   \
+          FFTCONV_CUDNN_CHECK(                                                                  \
+              cudnnConvolution##Name(d.handle, &a.alpha, d.in1, a.arg1, d.in2, a.arg2, d.conv,  \
+                                     static_cast<cudnnConvolution##Short##Algo_t>(algo),        \
+                                     a.workspace, ws, &a.beta, d.res, a.out));                  \
+        },                                                                                      \
+        [](const CudnnDescs& d, const CudnnSearchTensors& t) {                                  \
+          using Perf = cudnnConvolution##Short##AlgoPerf_t;                                     \
+          return collect<Perf, CUDNN_CONVOLUTION_##COUNT##_ALGO_COUNT>(                         \
+              [&](int n, int* returned, Perf* p) {                                              \
+                FFTCONV_CUDNN_CHECK(cudnnFindConvolution##Name##AlgorithmEx(                    \
+                    d.handle, d.in1, t.in1, d.in2, t.in2, d.conv, d.res, t.res, n, returned, p, \
+                    t.workspace, t.workspace_bytes));                                           \
+              });                                                                               \
+        },                                                                                      \
+        [](const CudnnDescs& d) {                                                               \
+          using Perf = cudnnConvolution##Short##AlgoPerf_t;                                     \
+          return collect<Perf, CUDNN_CONVOLUTION_##COUNT##_ALGO_COUNT>(                         \
+              [&](int n, int* returned, Perf* p) {                                              \
+                FFTCONV_CUDNN_CHECK(cudnnGetConvolution##Name##Algorithm_v7(                    \
+                    d.handle, d.in1, d.in2, d.conv, d.res, n, returned, p));                    \
+              });                                                                               \
+        },                                                                                      \
+  }
 
-const CudnnPassOps kForward{
-    {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD",
-     "WINOGRAD_NONFUSED"},
-    [](const CudnnDescs& d, int algo, std::size_t* bytes) {
-      return cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, d.conv, d.y,
-                                                     static_cast<FwdAlgo>(algo), bytes);
-    },
-    [](const CudnnDescs& d, int algo, const RunArgs& a, std::size_t ws) {
-      FFTCONV_CUDNN_CHECK(cudnnConvolutionForward(d.handle, &kOne, d.x, a.x, d.w, a.w, d.conv,
-                                                  static_cast<FwdAlgo>(algo), a.workspace, ws,
-                                                  &kZero, d.y, a.out));
-    },
-    [](const CudnnDescs& d, const CudnnSearchTensors& t) {
-      return collect<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-          [&](int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* p) {
-            FFTCONV_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-                d.handle, d.x, t.x, d.w, t.w, d.conv, d.y, t.y, n, returned, p, t.workspace,
-                t.workspace_bytes));
-          });
-    },
-    [](const CudnnDescs& d) {
-      return collect<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-          [&](int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* p) {
-            FFTCONV_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv,
-                                                                       d.y, n, returned, p));
-          });
-    }};
-
-const CudnnPassOps kBackwardData{
-    {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"},
-    [](const CudnnDescs& d, int algo, std::size_t* bytes) {
-      return cudnnGetConvolutionBackwardDataWorkspaceSize(d.handle, d.w, d.y, d.conv, d.x,
-                                                          static_cast<BwdDataAlgo>(algo), bytes);
-    },
-    [](const CudnnDescs& d, int algo, const RunArgs& a, std::size_t ws) {
-      FFTCONV_CUDNN_CHECK(cudnnConvolutionBackwardData(d.handle, &kOne, d.w, a.w, d.y, a.dy,
-                                                       d.conv, static_cast<BwdDataAlgo>(algo),
-                                                       a.workspace, ws, &kZero, d.x, a.out));
-    },
-    [](const CudnnDescs& d, const CudnnSearchTensors& t) {
-      return collect<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-          [&](int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* p) {
-            FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                d.handle, d.w, t.w, d.y, t.y, d.conv, d.x, t.x, n, returned, p, t.workspace,
-                t.workspace_bytes));
-          });
-    },
-    [](const CudnnDescs& d) {
-      return collect<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-          [&](int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* p) {
-            FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                d.handle, d.w, d.y, d.conv, d.x, n, returned, p));
-          });
-    }};
-
+const CudnnPassOps kForward = FFTCONV_CUDNN_PASS_OPS(
+    Forward, Fwd, FWD, x, w, y, x, w, "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED");
+const CudnnPassOps kBackwardData =
+    FFTCONV_CUDNN_PASS_OPS(BackwardData, BwdData, BWD_DATA, w, y, x, w, dy, "ALGO_0", "ALGO_1",
+                           "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED");
 // BWD_FILTER_ALGO_WINOGRAD (value 4) is documented as not implemented and left out.
-const CudnnPassOps kBackwardFilter{
-    {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "", "WINOGRAD_NONFUSED", "FFT_TILING"},
-    [](const CudnnDescs& d, int algo, std::size_t* bytes) {
-      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          d.handle, d.x, d.y, d.conv, d.w, static_cast<BwdFilterAlgo>(algo), bytes);
-    },
-    [](const CudnnDescs& d, int algo, const RunArgs& a, std::size_t ws) {
-      FFTCONV_CUDNN_CHECK(cudnnConvolutionBackwardFilter(d.handle, &a.alpha, d.x, a.x, d.y, a.dy,
-                                                         d.conv, static_cast<BwdFilterAlgo>(algo),
-                                                         a.workspace, ws, &a.beta, d.w, a.out));
-    },
-    [](const CudnnDescs& d, const CudnnSearchTensors& t) {
-      return collect<cudnnConvolutionBwdFilterAlgoPerf_t,
-                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-          [&](int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* p) {
-            FFTCONV_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                d.handle, d.x, t.x, d.y, t.y, d.conv, d.w, t.w, n, returned, p, t.workspace,
-                t.workspace_bytes));
-          });
-    },
-    [](const CudnnDescs& d) {
-      return collect<cudnnConvolutionBwdFilterAlgoPerf_t,
-                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-          [&](int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* p) {
-            FFTCONV_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                d.handle, d.x, d.y, d.conv, d.w, n, returned, p));
-          });
-    }};
+const CudnnPassOps kBackwardFilter =
+    FFTCONV_CUDNN_PASS_OPS(BackwardFilter, BwdFilter, BWD_FILTER, x, y, w, x, dy, "ALGO_0",
+                           "ALGO_1", "FFT", "ALGO_3", "", "WINOGRAD_NONFUSED", "FFT_TILING");
+
+#undef FFTCONV_CUDNN_PASS_OPS
 
 }  // namespace
 
 const CudnnPassOps& cudnn_pass_ops(Pass pass) {
-  return pass == Pass::kForward ? kForward : pass == Pass::kBackwardData ? kBackwardData
-                                                                         : kBackwardFilter;
+  return pass == Pass::kForward        ? kForward
+         : pass == Pass::kBackwardData ? kBackwardData
+                                       : kBackwardFilter;
 }
 
 }  // namespace fftconv::detail

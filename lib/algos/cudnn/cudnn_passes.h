@@ -9,17 +9,14 @@
 #include <cudnn.h>
 
 #include "algos/algo.h"
+#include "core/check.h"
 
 namespace fftconv::detail {
 
 [[noreturn]] void throw_cudnn(cudnnStatus_t st, const char* expr, const char* file, int line);
 
-#define FFTCONV_CUDNN_CHECK(expr)                                                    \
-  do {                                                                               \
-    const cudnnStatus_t fftconv_st_ = (expr);                                        \
-    if (fftconv_st_ != CUDNN_STATUS_SUCCESS)                                         \
-      ::fftconv::detail::throw_cudnn(fftconv_st_, #expr, __FILE__, __LINE__);        \
-  } while (0)
+#define FFTCONV_CUDNN_CHECK(expr) \
+  FFTCONV_CHECK_RESULT(expr, CUDNN_STATUS_SUCCESS, ::fftconv::detail::throw_cudnn)
 
 /// The descriptors of one convolution (x and y as NCHW tensors, w as KCRS filter).
 struct CudnnDescs {
