@@ -14,6 +14,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/timing.h"
+
 namespace fftconv::testing {
 
 namespace {
@@ -137,42 +139,18 @@ void cuda_check(cudaError_t err, const char* what) {
   }
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) cuda_check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
-  o.ptr_ = nullptr;
-  o.bytes_ = 0;
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr_) cudaFree(ptr_);
-    ptr_ = o.ptr_;
-    bytes_ = o.bytes_;
-    o.ptr_ = nullptr;
-    o.bytes_ = 0;
-  }
-  return *this;
-}
-
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
-  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
-  if (bytes) cuda_check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "upload");
+  if (bytes > this->bytes()) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
+  if (bytes) cuda_check(cudaMemcpy(get(), host, bytes, cudaMemcpyHostToDevice), "upload");
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
-  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::download: too many bytes");
-  if (bytes) cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download");
+  if (bytes > this->bytes()) throw std::runtime_error("DeviceBuffer::download: too many bytes");
+  if (bytes) cuda_check(cudaMemcpy(host, get(), bytes, cudaMemcpyDeviceToHost), "download");
 }
 
 void DeviceBuffer::poison() {
-  if (bytes_) cuda_check(cudaMemset(ptr_, 0xFF, bytes_), "poison");
+  if (bytes()) cuda_check(cudaMemset(get(), 0xFF, bytes()), "poison");
 }
 
 void PrintTo(const ShapeRow& row, std::ostream* os) {
@@ -284,31 +262,24 @@ std::vector<DType> parse_dtype_list(const std::string& list) {
   return out;
 }
 
-double median_of(std::vector<float> ms) {
-  if (ms.empty()) throw std::invalid_argument("median_of: no values");
-  std::sort(ms.begin(), ms.end());
-  const std::size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : 0.5 * (double(ms[n / 2 - 1]) + double(ms[n / 2]));
+double median_of(std::vector<float> values) {
+  if (values.empty()) throw std::invalid_argument("median_of: no values");
+  return detail::median(std::vector<double>(values.begin(), values.end()));
 }
 
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters) {
   if (iters < 1) throw std::runtime_error("median_ms: iters must be at least 1");
   for (int i = 0; i < warmup; ++i) run(i);
-  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters));
-  for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  std::vector<detail::GpuTimer> timers(static_cast<std::size_t>(iters));
   for (int i = 0; i < iters; ++i) {
-    cuda_check(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
+    timers[static_cast<std::size_t>(i)].start(stream);
     run(warmup + i);
-    cuda_check(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+    timers[static_cast<std::size_t>(i)].stop(stream);
   }
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<float> ms(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    cuda_check(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]),
-               "cudaEventElapsedTime");
-  }
-  for (auto& e : events) cudaEventDestroy(e);
-  return median_of(std::move(ms));
+  std::vector<double> ms;
+  for (detail::GpuTimer& t : timers) ms.push_back(t.elapsed_ms());
+  return detail::median(std::move(ms));
 }
 
 GraphSet::GraphSet(const std::function<void(int)>& run, int copies, cudaStream_t stream) {
@@ -369,31 +340,21 @@ std::vector<std::vector<float>> interleaved_times_ms(
   for (int i = 0; i < warmup; ++i) {
     for (int v : interleaved_order(i, count)) runs[static_cast<std::size_t>(v)](i);
   }
-  // events[v][2 * i], events[v][2 * i + 1]: run v's iteration i.
-  std::vector<std::vector<cudaEvent_t>> events(runs.size(),
-                                               std::vector<cudaEvent_t>(2 * std::size_t(iters)));
-  for (auto& per_run : events) {
-    for (auto& e : per_run) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
-  }
+  // timers[v * iters + i]: run v's iteration i.
+  const std::size_t n = static_cast<std::size_t>(iters);
+  std::vector<detail::GpuTimer> timers(runs.size() * n);
   for (int i = 0; i < iters; ++i) {
     for (int v : interleaved_order(i, count)) {
-      auto& e = events[static_cast<std::size_t>(v)];
-      cuda_check(cudaEventRecord(e[2 * std::size_t(i)], stream), "cudaEventRecord");
+      detail::GpuTimer& t = timers[static_cast<std::size_t>(v) * n + static_cast<std::size_t>(i)];
+      t.start(stream);
       runs[static_cast<std::size_t>(v)](warmup + i);
-      cuda_check(cudaEventRecord(e[2 * std::size_t(i) + 1], stream), "cudaEventRecord");
+      t.stop(stream);
     }
   }
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<std::vector<float>> times;
-  for (auto& e : events) {
-    std::vector<float> ms(static_cast<std::size_t>(iters));
-    for (int i = 0; i < iters; ++i) {
-      cuda_check(cudaEventElapsedTime(&ms[static_cast<std::size_t>(i)], e[2 * std::size_t(i)],
-                                      e[2 * std::size_t(i) + 1]),
-                 "cudaEventElapsedTime");
-    }
-    for (auto& ev : e) cudaEventDestroy(ev);
-    times.push_back(std::move(ms));
+  std::vector<std::vector<float>> times(runs.size(), std::vector<float>(n));
+  for (std::size_t v = 0; v < runs.size(); ++v) {
+    for (std::size_t i = 0; i < n; ++i) times[v][i] = timers[v * n + i].elapsed_ms();
   }
   return times;
 }
@@ -401,8 +362,8 @@ std::vector<std::vector<float>> interleaved_times_ms(
 std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
                                           cudaStream_t stream, int warmup, int iters) {
   std::vector<double> medians;
-  for (auto& ms : interleaved_times_ms(runs, stream, warmup, iters)) {
-    medians.push_back(median_of(std::move(ms)));
+  for (const auto& ms : interleaved_times_ms(runs, stream, warmup, iters)) {
+    medians.push_back(detail::median(std::vector<double>(ms.begin(), ms.end())));
   }
   return medians;
 }

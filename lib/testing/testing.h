@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/device_buffer.h"
 #include "fftconv/conv_desc.hpp"
 #include "fftconv/plan.hpp"
 
@@ -41,31 +42,19 @@ double tolerance(DType dtype);
 /// True when a CUDA device is usable; otherwise `why` says what failed.
 bool has_device(std::string* why = nullptr);
 
-/// Owning device allocation.
-class DeviceBuffer {
+/// The library's owning device allocation (detail::DeviceBuffer: cudaMalloc'd, move-only,
+/// throws fftconv::Error when it cannot allocate) with the tests' conveniences.
+class DeviceBuffer : public detail::DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  using detail::DeviceBuffer::DeviceBuffer;
 
-  void* get() const { return ptr_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
+  /// Copies `bytes` (at most bytes()) from the host, synchronously.
   void upload(const void* host, std::size_t bytes);
+  /// Copies `bytes` (at most bytes()) to the host, synchronously.
   void download(void* host, std::size_t bytes) const;
   /// Fills every byte with 0xFF: NaN for f32, f16 and bf16, so unwritten outputs are caught.
   void poison();
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
 };
 
 /// Throws std::runtime_error with the expression and error string when a CUDA call fails.
@@ -121,11 +110,12 @@ double direct_flops(const ConvDesc& d);
 /// Bytes of the tensors one pass reads and writes, once each.
 double pass_bytes(const ConvDesc& d, Pass pass);
 
-/// The median of `values` (the mean of the middle two for an even count); throws when empty.
+/// The median of `values` (the mean of the middle two for an even count; detail::median); throws
+/// std::invalid_argument when empty.
 double median_of(std::vector<float> values);
 
 /// Median device time in ms of `run(iteration)` over `iters` timed runs after `warmup` runs,
-/// each timed with its own pair of CUDA events on `stream`.
+/// each timed with its own detail::GpuTimer on `stream`.
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters);
 
 /// CUDA graphs of `run(c)` for each c < copies, each captured once on `stream` (which must not be
@@ -150,7 +140,7 @@ double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStre
                        int warmup, int iters);
 
 /// Median device times in ms of several runs timed in turn: iteration i times every run once,
-/// starting with run i % runs.size() and going round, each with its own pair of CUDA events, so
+/// starting with run i % runs.size() and going round, each with its own detail::GpuTimer, so
 /// that a drift of the device (clocks, caches) and the place in the sequence fall on every run
 /// alike. `warmup` untimed rounds first; run v receives its own iteration count.
 std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
