@@ -458,47 +458,86 @@ bool output_reads_data(const ConvDesc& d) {
          axis_reads_data(d.w, d.pad_w, d.s, d.stride_w, d.dil_w, d.out_w());
 }
 
+RandomDescOptions RandomDescOptions::small() {
+  RandomDescOptions o;
+  o.max_extent = 12;
+  o.max_kernel = 5;
+  o.max_channels_per_group = 3;
+  o.max_depthwise = 5;
+  o.wide_padding = true;
+  o.wide_padding_extra = 6;
+  o.padding_only_outputs = true;
+  return o;
+}
+
 ConvDesc random_desc(std::mt19937_64& gen, const RandomDescOptions& o) {
+  if (o.max_extent < 1 || o.max_kernel < 1 || o.max_batch < 1 || o.max_channels_per_group < 1 ||
+      o.max_depthwise < 1 || o.max_stride < 1 || o.max_dilation < 1 || o.wide_padding_extra < 0) {
+    throw std::invalid_argument("random_desc: every bound must be at least 1");
+  }
   auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
   };
   // Sizes that stress boundaries: primes, powers of two and their neighbours, anything small.
   static const std::int64_t kEdgeSizes[] = {1,  2,  3,  5,  7,  8,  9,  11, 13, 15, 16,  17,  23,
                                             31, 32, 33, 37, 47, 63, 64, 65, 71, 97, 127, 128, 129};
+  const std::int64_t edge_count =
+      std::upper_bound(std::begin(kEdgeSizes), std::end(kEdgeSizes), o.max_extent) -
+      std::begin(kEdgeSizes);
   auto extent = [&]() {
-    return pick(0, 2) ? kEdgeSizes[pick(0, sizeof(kEdgeSizes) / sizeof(kEdgeSizes[0]) - 1)]
-                      : pick(1, 80);
+    return pick(0, 2) ? kEdgeSizes[pick(0, edge_count - 1)]
+                      : pick(1, std::min<std::int64_t>(80, o.max_extent));
+  };
+  auto kernel = [&]() { return pick(1, o.max_kernel); };
+  // Most axes step by 1; the others by 2 or more (the second axis like the first, or anything).
+  auto steps = [&](std::int64_t max, std::int64_t* first, std::int64_t* second) {
+    *first = pick(0, 3) || max < 2 ? 1 : pick(2, max);
+    *second = pick(0, 3) ? *first : pick(1, max);
   };
   for (;;) {
     ConvDesc d;
     d.dtype = o.dtype;
-    d.n = pick(1, 3);
-    const int kind = static_cast<int>(pick(0, 3));
-    if (kind == 3) {  // depthwise
-      d.groups = pick(1, 6);
-      d.c = d.k = d.groups;
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 4);
-      d.k = d.groups * pick(1, 4);
+    if (!o.single_plane) {
+      d.n = pick(1, o.max_batch);
+      const int kind = static_cast<int>(pick(0, 3));
+      if (kind == 3) {  // depthwise
+        d.groups = pick(1, o.max_depthwise);
+        d.c = d.k = d.groups;
+      } else {
+        d.groups = kind == 0 ? 1 : pick(2, 3);
+        d.c = d.groups * pick(1, o.max_channels_per_group);
+        d.k = d.groups * pick(1, o.max_channels_per_group);
+      }
     }
     d.h = extent();
     d.w = extent();
-    d.r = pick(1, 3) == 1 ? pick(1, 3) : pick(1, 23);
-    d.s = pick(0, 2) ? d.r : pick(1, 23);  // rectangular a third of the time
-    const std::int64_t slack = o.wide_padding && pick(0, 4) == 0 ? 12 : 0;
+    d.r = pick(1, 3) == 1 ? pick(1, std::min<std::int64_t>(3, o.max_kernel)) : kernel();
+    d.s = pick(0, 2) ? d.r : kernel();  // rectangular a third of the time
+    const std::int64_t slack = o.wide_padding && pick(0, 4) == 0 ? o.wide_padding_extra : 0;
     d.pad_h = pick(0, d.r + slack);
     d.pad_w = pick(0, d.s + slack);
-    d.stride_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 3) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 3) ? d.dil_h : pick(1, 3);
-    if (d.validate() != Status::kSuccess || !output_reads_data(d)) continue;
+    steps(o.max_stride, &d.stride_h, &d.stride_w);
+    steps(o.max_dilation, &d.dil_h, &d.dil_w);
+    if (d.validate() != Status::kSuccess) continue;
+    if (!o.padding_only_outputs && !output_reads_data(d)) continue;
     const double macs = double(d.n) * double(d.k) * double(d.c_per_group()) * double(d.out_h()) *
                         double(d.out_w()) * double(d.r) * double(d.s);
     if (o.max_macs > 0.0 && macs > o.max_macs) continue;
     return d;
   }
+}
+
+ConvDesc random_desc(std::mt19937_64& gen, DType dtype) {
+  RandomDescOptions o;
+  o.dtype = dtype;
+  return random_desc(gen, o);
+}
+
+std::vector<float> nonzero_ints(std::size_t count, std::mt19937_64& gen) {
+  std::uniform_int_distribution<int> magnitude(1, 1000), sign(0, 1);
+  std::vector<float> v(count);
+  for (float& e : v) e = float(magnitude(gen) * (sign(gen) ? 1 : -1));
+  return v;
 }
 
 }  // namespace fftconv::testing

@@ -81,20 +81,56 @@ std::vector<DType> parse_dtype_list(const std::string& list);
 /// True when at least one output element reads an input element (not only padding).
 bool output_reads_data(const ConvDesc& d);
 
-/// Options of random_desc().
+/// Options of random_desc(). The defaults are the mix of the GPU and host sweeps; small() bounds
+/// it for oracles and exact emulations that must stay fast. The bounds narrow the ranges drawn
+/// from without adding draws, so a sweep's seed gives the same cases while its options do.
 struct RandomDescOptions {
   DType dtype = DType::kF32;
-  /// A fifth of the descriptors pad up to 12 beyond the kernel (the FFT period then falls below
-  /// the output extent). Takes one more draw per descriptor, so sequences differ from `false`.
+  /// A fifth of the descriptors pad up to `wide_padding_extra` beyond the kernel (the FFT period
+  /// then falls below the output extent). Takes one more draw per descriptor, so sequences differ
+  /// from `false`.
   bool wide_padding = false;
+  std::int64_t wide_padding_extra = 12;
   /// Redraw descriptors whose direct convolution has more multiply-adds (0: no cap).
   double max_macs = 0.0;
+  /// Largest h and w: two thirds of the extents are edge sizes (primes, 2^k and 2^k +- 1) up to
+  /// this, the others uniform in [1, min(80, max_extent)].
+  std::int64_t max_extent = 129;
+  /// Largest r and s (a third of the kernels are drawn from 1-3).
+  std::int64_t max_kernel = 23;
+  /// Largest batch n, channels and filters per group of a dense or grouped descriptor (grouped
+  /// ones have 2 or 3 groups), and channels of a depthwise one.
+  std::int64_t max_batch = 3;
+  std::int64_t max_channels_per_group = 4;
+  std::int64_t max_depthwise = 6;
+  /// Largest stride and dilation (most axes step by 1).
+  std::int64_t max_stride = 3;
+  std::int64_t max_dilation = 3;
+  /// n = c = k = groups = 1: one plane, for the single-plane emulations.
+  bool single_plane = false;
+  /// Also descriptors whose output reads padding alone (an all-zero reference, where relative
+  /// error means nothing; exact comparisons and the oracles' own identities are fine with it).
+  bool padding_only_outputs = false;
+
+  /// Small enough for the exact spatial-domain emulations and the fp64 host oracle to take
+  /// milliseconds per case: extents up to 12, kernels up to 5, up to 3 channels and filters per
+  /// group, depthwise up to 5; a fifth of the descriptors pad up to 6 beyond the kernel, and
+  /// padding-only outputs are kept. Tests widen or narrow single bounds from here.
+  static RandomDescOptions small();
 };
 
 /// Random valid descriptors for sweeps: primes, 2^k +- 1, rectangular kernels, padding, stride,
-/// dilation, groups and depthwise; never one whose output depends on padding alone (its
-/// reference is all zero, where relative error means nothing).
+/// dilation, groups and depthwise; unless options.padding_only_outputs, never one whose output
+/// depends on padding alone (its reference is all zero, where relative error means nothing).
+/// The one random-descriptor generator of the tests.
 ConvDesc random_desc(std::mt19937_64& gen, const RandomDescOptions& options = {});
+/// random_desc with the default options in `dtype`.
+ConvDesc random_desc(std::mt19937_64& gen, DType dtype);
+
+/// Nonzero integers in [-1000, -1] and [1, 1000]: every sum of their products is exact in
+/// double, so pipelines compare with the oracle exactly, and the range is wide enough that a
+/// wrong index does not reproduce the right sum by coincidence.
+std::vector<float> nonzero_ints(std::size_t count, std::mt19937_64& gen);
 
 /// H200 ceilings for floors: measured copy bandwidth and fp32 FMA peak.
 constexpr double kCopyBytesPerSec = 4.3e12;
