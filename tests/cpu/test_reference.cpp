@@ -284,37 +284,6 @@ TEST(HostReferenceBackward, ConvThenSumChainHasMatchingGradients) {
                finite_differences(d, in.x, in.w, bias, ones, false), 1e-9, "dL/dw");
 }
 
-// Small random descriptors: dense, grouped and depthwise; stride, dilation, padding up to beyond
-// the kernel, rectangular kernels.
-ConvDesc random_small_desc(std::mt19937_64& gen) {
-  auto pick = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
-  };
-  for (;;) {
-    ConvDesc d;
-    d.n = pick(1, 3);
-    const std::int64_t kind = pick(0, 2);
-    if (kind == 2) {  // depthwise
-      d.groups = d.c = d.k = pick(2, 5);
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 3);
-      d.k = d.groups * pick(1, 3);
-    }
-    d.h = pick(1, 12);
-    d.w = pick(1, 12);
-    d.r = pick(1, 5);
-    d.s = pick(0, 1) ? d.r : pick(1, 5);
-    d.pad_h = pick(0, 6);
-    d.pad_w = pick(0, 6);
-    d.stride_h = pick(0, 1) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 1) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 1) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 1) ? d.dil_h : pick(1, 3);
-    if (d.validate() == Status::kSuccess) return d;
-  }
-}
-
 std::vector<float> abs_values(std::vector<float> v) {
   for (float& e : v) e = std::abs(e);
   return v;
@@ -324,12 +293,15 @@ TEST(HostReferenceBackward, AdjointIdentityOnRandomDescriptors) {
   // <conv(x, w), g> == <x, backward_data(g, w)> == <w, backward_filter(x, g)>: the three are the
   // same sum of x*w*g products in other orders. Relative to their value, or where that cancels
   // almost to zero, to a millionth of the sum of |x*w*g|.
+  // Small random descriptors: dense, grouped and depthwise; stride, dilation, padding up to
+  // beyond the kernel, rectangular kernels, outputs that read padding alone.
   const std::uint64_t gen_seed = 7400;
+  const testing::RandomDescOptions shapes = testing::RandomDescOptions::small();
   std::mt19937_64 gen(gen_seed);
   int grouped = 0, depthwise = 0, strided = 0, dilated = 0, wide_pad = 0, rectangular = 0;
   double worst = 0.0;
   for (int i = 0; i < 30; ++i) {
-    const ConvDesc d = random_small_desc(gen);
+    const ConvDesc d = testing::random_desc(gen, shapes);
     const std::uint64_t seed = gen_seed * 100 + i;
     SCOPED_TRACE(d.to_string() + " case " + std::to_string(i) + " of generator seed " +
                  std::to_string(gen_seed) + ", data seed " + std::to_string(seed));
