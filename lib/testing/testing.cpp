@@ -105,6 +105,13 @@ ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref) 
   return e;
 }
 
+double dot(const std::vector<double>& a, const std::vector<float>& b) {
+  if (b.size() < a.size()) throw std::invalid_argument("dot: the second vector is shorter");
+  double s = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * double(b[i]);
+  return s;
+}
+
 double tolerance(DType dtype) {
   switch (dtype) {
     case DType::kF32:

@@ -35,6 +35,9 @@ struct ErrorStats {
   std::string to_string() const;
 };
 ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref);
+/// sum of a[i] * b[i] in double over a's elements (b at least as long): the inner products of
+/// the adjoint identities.
+double dot(const std::vector<double>& a, const std::vector<float>& b);
 
 /// Tolerance of ENGINEERING §7: fp32 1e-5, fp16 I/O 2e-3, bf16 I/O 1e-2.
 double tolerance(DType dtype);

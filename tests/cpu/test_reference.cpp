@@ -168,18 +168,12 @@ TEST(HostReferenceBackward, FilterSumsOverBatch) {
   EXPECT_EQ(run_backward_filter(d, {1, 2, 3, 4}, {1, 10, 100, 1000}), (std::vector<double>{4321}));
 }
 
-double dot(const std::vector<double>& a, const std::vector<float>& b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * double(b[i]);
-  return s;
-}
-
 // L = sum(y * g), y = conv(x, w) + bias by the forward oracle.
 double loss(const ConvDesc& d, const std::vector<float>& x, const std::vector<float>& w,
             const std::vector<float>& bias, const std::vector<float>& g) {
   std::vector<double> y(d.y_elems());
   conv2d_forward_host(d, x.data(), w.data(), bias.empty() ? nullptr : bias.data(), y.data());
-  return dot(y, g);
+  return testing::dot(y, g);
 }
 
 // dL/dv[i] for every i by differences. L is affine in each of x and w, so
@@ -313,8 +307,8 @@ TEST(HostReferenceBackward, AdjointIdentityOnRandomDescriptors) {
     rectangular += d.r != d.s;
     const Inputs in = random_inputs(d, seed);
     const double via_y = loss(d, in.x, in.w, {}, in.g);
-    const double via_dx = dot(run_backward_data(d, in.g, in.w), in.x);
-    const double via_dw = dot(run_backward_filter(d, in.x, in.g), in.w);
+    const double via_dx = testing::dot(run_backward_data(d, in.g, in.w), in.x);
+    const double via_dw = testing::dot(run_backward_filter(d, in.x, in.g), in.w);
     const double bound = loss(d, abs_values(in.x), abs_values(in.w), {}, abs_values(in.g));
     if (bound == 0.0) {  // every output reads padding only
       EXPECT_EQ(via_dx, 0.0);

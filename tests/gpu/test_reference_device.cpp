@@ -96,12 +96,6 @@ TEST(DeviceReference, BackwardMatchesHostOracle) {
   std::printf("[ oracle   ] device vs host backward: 12 cases, worst max error %.2e\n", worst);
 }
 
-double dot(const std::vector<double>& a, const std::vector<float>& b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * double(b[i]);
-  return s;
-}
-
 double norm(const std::vector<float>& v) {
   double s = 0.0;
   for (float e : v) s += double(e) * double(e);
@@ -157,7 +151,8 @@ TEST(DeviceReference, BackwardAdjointOnSuiteRows) {
 
     const auto yv = download_f64(y, d.y_elems()), dx = download_f64(dev.dx, d.x_elems()),
                dw = download_f64(dev.dw, d.w_elems());
-    const double via_y = dot(yv, g), via_dx = dot(dx, x), via_dw = dot(dw, w);
+    const double via_y = testing::dot(yv, g), via_dx = testing::dot(dx, x),
+                 via_dw = testing::dot(dw, w);
     // Cauchy-Schwarz bounds the rounding of all three: relative to |<y, g>| unless that cancels.
     const double scale = std::max(std::abs(via_y), 1e-6 * norm(yv) * norm(g));
     EXPECT_TRUE(std::isfinite(via_y) && std::isfinite(via_dx) && std::isfinite(via_dw));
