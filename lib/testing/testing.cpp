@@ -14,6 +14,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/timing.h"
+
 namespace fftconv::testing {
 
 namespace {
@@ -103,6 +105,13 @@ ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref) 
   return e;
 }
 
+double dot(const std::vector<double>& a, const std::vector<float>& b) {
+  if (b.size() < a.size()) throw std::invalid_argument("dot: the second vector is shorter");
+  double s = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * double(b[i]);
+  return s;
+}
+
 double tolerance(DType dtype) {
   switch (dtype) {
     case DType::kF32:
@@ -137,42 +146,18 @@ void cuda_check(cudaError_t err, const char* what) {
   }
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) cuda_check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
-  o.ptr_ = nullptr;
-  o.bytes_ = 0;
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (ptr_) cudaFree(ptr_);
-    ptr_ = o.ptr_;
-    bytes_ = o.bytes_;
-    o.ptr_ = nullptr;
-    o.bytes_ = 0;
-  }
-  return *this;
-}
-
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
-  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
-  if (bytes) cuda_check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "upload");
+  if (bytes > this->bytes()) throw std::runtime_error("DeviceBuffer::upload: too many bytes");
+  if (bytes) cuda_check(cudaMemcpy(get(), host, bytes, cudaMemcpyHostToDevice), "upload");
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
-  if (bytes > bytes_) throw std::runtime_error("DeviceBuffer::download: too many bytes");
-  if (bytes) cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download");
+  if (bytes > this->bytes()) throw std::runtime_error("DeviceBuffer::download: too many bytes");
+  if (bytes) cuda_check(cudaMemcpy(host, get(), bytes, cudaMemcpyDeviceToHost), "download");
 }
 
 void DeviceBuffer::poison() {
-  if (bytes_) cuda_check(cudaMemset(ptr_, 0xFF, bytes_), "poison");
+  if (bytes()) cuda_check(cudaMemset(get(), 0xFF, bytes()), "poison");
 }
 
 void PrintTo(const ShapeRow& row, std::ostream* os) {
@@ -284,31 +269,24 @@ std::vector<DType> parse_dtype_list(const std::string& list) {
   return out;
 }
 
-double median_of(std::vector<float> ms) {
-  if (ms.empty()) throw std::invalid_argument("median_of: no values");
-  std::sort(ms.begin(), ms.end());
-  const std::size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : 0.5 * (double(ms[n / 2 - 1]) + double(ms[n / 2]));
+double median_of(std::vector<float> values) {
+  if (values.empty()) throw std::invalid_argument("median_of: no values");
+  return detail::median(std::vector<double>(values.begin(), values.end()));
 }
 
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters) {
   if (iters < 1) throw std::runtime_error("median_ms: iters must be at least 1");
   for (int i = 0; i < warmup; ++i) run(i);
-  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iters));
-  for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  std::vector<detail::GpuTimer> timers(static_cast<std::size_t>(iters));
   for (int i = 0; i < iters; ++i) {
-    cuda_check(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
+    timers[static_cast<std::size_t>(i)].start(stream);
     run(warmup + i);
-    cuda_check(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+    timers[static_cast<std::size_t>(i)].stop(stream);
   }
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<float> ms(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    cuda_check(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]),
-               "cudaEventElapsedTime");
-  }
-  for (auto& e : events) cudaEventDestroy(e);
-  return median_of(std::move(ms));
+  std::vector<double> ms;
+  for (detail::GpuTimer& t : timers) ms.push_back(t.elapsed_ms());
+  return detail::median(std::move(ms));
 }
 
 GraphSet::GraphSet(const std::function<void(int)>& run, int copies, cudaStream_t stream) {
@@ -369,31 +347,21 @@ std::vector<std::vector<float>> interleaved_times_ms(
   for (int i = 0; i < warmup; ++i) {
     for (int v : interleaved_order(i, count)) runs[static_cast<std::size_t>(v)](i);
   }
-  // events[v][2 * i], events[v][2 * i + 1]: run v's iteration i.
-  std::vector<std::vector<cudaEvent_t>> events(runs.size(),
-                                               std::vector<cudaEvent_t>(2 * std::size_t(iters)));
-  for (auto& per_run : events) {
-    for (auto& e : per_run) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
-  }
+  // timers[v * iters + i]: run v's iteration i.
+  const std::size_t n = static_cast<std::size_t>(iters);
+  std::vector<detail::GpuTimer> timers(runs.size() * n);
   for (int i = 0; i < iters; ++i) {
     for (int v : interleaved_order(i, count)) {
-      auto& e = events[static_cast<std::size_t>(v)];
-      cuda_check(cudaEventRecord(e[2 * std::size_t(i)], stream), "cudaEventRecord");
+      detail::GpuTimer& t = timers[static_cast<std::size_t>(v) * n + static_cast<std::size_t>(i)];
+      t.start(stream);
       runs[static_cast<std::size_t>(v)](warmup + i);
-      cuda_check(cudaEventRecord(e[2 * std::size_t(i) + 1], stream), "cudaEventRecord");
+      t.stop(stream);
     }
   }
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<std::vector<float>> times;
-  for (auto& e : events) {
-    std::vector<float> ms(static_cast<std::size_t>(iters));
-    for (int i = 0; i < iters; ++i) {
-      cuda_check(cudaEventElapsedTime(&ms[static_cast<std::size_t>(i)], e[2 * std::size_t(i)],
-                                      e[2 * std::size_t(i) + 1]),
-                 "cudaEventElapsedTime");
-    }
-    for (auto& ev : e) cudaEventDestroy(ev);
-    times.push_back(std::move(ms));
+  std::vector<std::vector<float>> times(runs.size(), std::vector<float>(n));
+  for (std::size_t v = 0; v < runs.size(); ++v) {
+    for (std::size_t i = 0; i < n; ++i) times[v][i] = timers[v * n + i].elapsed_ms();
   }
   return times;
 }
@@ -401,8 +369,8 @@ std::vector<std::vector<float>> interleaved_times_ms(
 std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,
                                           cudaStream_t stream, int warmup, int iters) {
   std::vector<double> medians;
-  for (auto& ms : interleaved_times_ms(runs, stream, warmup, iters)) {
-    medians.push_back(median_of(std::move(ms)));
+  for (const auto& ms : interleaved_times_ms(runs, stream, warmup, iters)) {
+    medians.push_back(detail::median(std::vector<double>(ms.begin(), ms.end())));
   }
   return medians;
 }
@@ -497,47 +465,86 @@ bool output_reads_data(const ConvDesc& d) {
          axis_reads_data(d.w, d.pad_w, d.s, d.stride_w, d.dil_w, d.out_w());
 }
 
+RandomDescOptions RandomDescOptions::small() {
+  RandomDescOptions o;
+  o.max_extent = 12;
+  o.max_kernel = 5;
+  o.max_channels_per_group = 3;
+  o.max_depthwise = 5;
+  o.wide_padding = true;
+  o.wide_padding_extra = 6;
+  o.padding_only_outputs = true;
+  return o;
+}
+
 ConvDesc random_desc(std::mt19937_64& gen, const RandomDescOptions& o) {
+  if (o.max_extent < 1 || o.max_kernel < 1 || o.max_batch < 1 || o.max_channels_per_group < 1 ||
+      o.max_depthwise < 1 || o.max_stride < 1 || o.max_dilation < 1 || o.wide_padding_extra < 0) {
+    throw std::invalid_argument("random_desc: every bound must be at least 1");
+  }
   auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
   };
   // Sizes that stress boundaries: primes, powers of two and their neighbours, anything small.
   static const std::int64_t kEdgeSizes[] = {1,  2,  3,  5,  7,  8,  9,  11, 13, 15, 16,  17,  23,
                                             31, 32, 33, 37, 47, 63, 64, 65, 71, 97, 127, 128, 129};
+  const std::int64_t edge_count =
+      std::upper_bound(std::begin(kEdgeSizes), std::end(kEdgeSizes), o.max_extent) -
+      std::begin(kEdgeSizes);
   auto extent = [&]() {
-    return pick(0, 2) ? kEdgeSizes[pick(0, sizeof(kEdgeSizes) / sizeof(kEdgeSizes[0]) - 1)]
-                      : pick(1, 80);
+    return pick(0, 2) ? kEdgeSizes[pick(0, edge_count - 1)]
+                      : pick(1, std::min<std::int64_t>(80, o.max_extent));
+  };
+  auto kernel = [&]() { return pick(1, o.max_kernel); };
+  // Most axes step by 1; the others by 2 or more (the second axis like the first, or anything).
+  auto steps = [&](std::int64_t max, std::int64_t* first, std::int64_t* second) {
+    *first = pick(0, 3) || max < 2 ? 1 : pick(2, max);
+    *second = pick(0, 3) ? *first : pick(1, max);
   };
   for (;;) {
     ConvDesc d;
     d.dtype = o.dtype;
-    d.n = pick(1, 3);
-    const int kind = static_cast<int>(pick(0, 3));
-    if (kind == 3) {  // depthwise
-      d.groups = pick(1, 6);
-      d.c = d.k = d.groups;
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 4);
-      d.k = d.groups * pick(1, 4);
+    if (!o.single_plane) {
+      d.n = pick(1, o.max_batch);
+      const int kind = static_cast<int>(pick(0, 3));
+      if (kind == 3) {  // depthwise
+        d.groups = pick(1, o.max_depthwise);
+        d.c = d.k = d.groups;
+      } else {
+        d.groups = kind == 0 ? 1 : pick(2, 3);
+        d.c = d.groups * pick(1, o.max_channels_per_group);
+        d.k = d.groups * pick(1, o.max_channels_per_group);
+      }
     }
     d.h = extent();
     d.w = extent();
-    d.r = pick(1, 3) == 1 ? pick(1, 3) : pick(1, 23);
-    d.s = pick(0, 2) ? d.r : pick(1, 23);  // rectangular a third of the time
-    const std::int64_t slack = o.wide_padding && pick(0, 4) == 0 ? 12 : 0;
+    d.r = pick(1, 3) == 1 ? pick(1, std::min<std::int64_t>(3, o.max_kernel)) : kernel();
+    d.s = pick(0, 2) ? d.r : kernel();  // rectangular a third of the time
+    const std::int64_t slack = o.wide_padding && pick(0, 4) == 0 ? o.wide_padding_extra : 0;
     d.pad_h = pick(0, d.r + slack);
     d.pad_w = pick(0, d.s + slack);
-    d.stride_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 3) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 3) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 3) ? d.dil_h : pick(1, 3);
-    if (d.validate() != Status::kSuccess || !output_reads_data(d)) continue;
+    steps(o.max_stride, &d.stride_h, &d.stride_w);
+    steps(o.max_dilation, &d.dil_h, &d.dil_w);
+    if (d.validate() != Status::kSuccess) continue;
+    if (!o.padding_only_outputs && !output_reads_data(d)) continue;
     const double macs = double(d.n) * double(d.k) * double(d.c_per_group()) * double(d.out_h()) *
                         double(d.out_w()) * double(d.r) * double(d.s);
     if (o.max_macs > 0.0 && macs > o.max_macs) continue;
     return d;
   }
+}
+
+ConvDesc random_desc(std::mt19937_64& gen, DType dtype) {
+  RandomDescOptions o;
+  o.dtype = dtype;
+  return random_desc(gen, o);
+}
+
+std::vector<float> nonzero_ints(std::size_t count, std::mt19937_64& gen) {
+  std::uniform_int_distribution<int> magnitude(1, 1000), sign(0, 1);
+  std::vector<float> v(count);
+  for (float& e : v) e = float(magnitude(gen) * (sign(gen) ? 1 : -1));
+  return v;
 }
 
 }  // namespace fftconv::testing

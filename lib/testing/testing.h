@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/device_buffer.h"
 #include "fftconv/conv_desc.hpp"
 #include "fftconv/plan.hpp"
 
@@ -34,6 +35,9 @@ struct ErrorStats {
   std::string to_string() const;
 };
 ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref);
+/// sum of a[i] * b[i] in double over a's elements (b at least as long): the inner products of
+/// the adjoint identities.
+double dot(const std::vector<double>& a, const std::vector<float>& b);
 
 /// Tolerance of ENGINEERING §7: fp32 1e-5, fp16 I/O 2e-3, bf16 I/O 1e-2.
 double tolerance(DType dtype);
@@ -41,31 +45,19 @@ double tolerance(DType dtype);
 /// True when a CUDA device is usable; otherwise `why` says what failed.
 bool has_device(std::string* why = nullptr);
 
-/// Owning device allocation.
-class DeviceBuffer {
+/// The library's owning device allocation (detail::DeviceBuffer: cudaMalloc'd, move-only,
+/// throws fftconv::Error when it cannot allocate) with the tests' conveniences.
+class DeviceBuffer : public detail::DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  using detail::DeviceBuffer::DeviceBuffer;
 
-  void* get() const { return ptr_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
+  /// Copies `bytes` (at most bytes()) from the host, synchronously.
   void upload(const void* host, std::size_t bytes);
+  /// Copies `bytes` (at most bytes()) to the host, synchronously.
   void download(void* host, std::size_t bytes) const;
   /// Fills every byte with 0xFF: NaN for f32, f16 and bf16, so unwritten outputs are caught.
   void poison();
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
 };
 
 /// Throws std::runtime_error with the expression and error string when a CUDA call fails.
@@ -92,20 +84,56 @@ std::vector<DType> parse_dtype_list(const std::string& list);
 /// True when at least one output element reads an input element (not only padding).
 bool output_reads_data(const ConvDesc& d);
 
-/// Options of random_desc().
+/// Options of random_desc(). The defaults are the mix of the GPU and host sweeps; small() bounds
+/// it for oracles and exact emulations that must stay fast. The bounds narrow the ranges drawn
+/// from without adding draws, so a sweep's seed gives the same cases while its options do.
 struct RandomDescOptions {
   DType dtype = DType::kF32;
-  /// A fifth of the descriptors pad up to 12 beyond the kernel (the FFT period then falls below
-  /// the output extent). Takes one more draw per descriptor, so sequences differ from `false`.
+  /// A fifth of the descriptors pad up to `wide_padding_extra` beyond the kernel (the FFT period
+  /// then falls below the output extent). Takes one more draw per descriptor, so sequences differ
+  /// from `false`.
   bool wide_padding = false;
+  std::int64_t wide_padding_extra = 12;
   /// Redraw descriptors whose direct convolution has more multiply-adds (0: no cap).
   double max_macs = 0.0;
+  /// Largest h and w: two thirds of the extents are edge sizes (primes, 2^k and 2^k +- 1) up to
+  /// this, the others uniform in [1, min(80, max_extent)].
+  std::int64_t max_extent = 129;
+  /// Largest r and s (a third of the kernels are drawn from 1-3).
+  std::int64_t max_kernel = 23;
+  /// Largest batch n, channels and filters per group of a dense or grouped descriptor (grouped
+  /// ones have 2 or 3 groups), and channels of a depthwise one.
+  std::int64_t max_batch = 3;
+  std::int64_t max_channels_per_group = 4;
+  std::int64_t max_depthwise = 6;
+  /// Largest stride and dilation (most axes step by 1).
+  std::int64_t max_stride = 3;
+  std::int64_t max_dilation = 3;
+  /// n = c = k = groups = 1: one plane, for the single-plane emulations.
+  bool single_plane = false;
+  /// Also descriptors whose output reads padding alone (an all-zero reference, where relative
+  /// error means nothing; exact comparisons and the oracles' own identities are fine with it).
+  bool padding_only_outputs = false;
+
+  /// Small enough for the exact spatial-domain emulations and the fp64 host oracle to take
+  /// milliseconds per case: extents up to 12, kernels up to 5, up to 3 channels and filters per
+  /// group, depthwise up to 5; a fifth of the descriptors pad up to 6 beyond the kernel, and
+  /// padding-only outputs are kept. Tests widen or narrow single bounds from here.
+  static RandomDescOptions small();
 };
 
 /// Random valid descriptors for sweeps: primes, 2^k +- 1, rectangular kernels, padding, stride,
-/// dilation, groups and depthwise; never one whose output depends on padding alone (its
-/// reference is all zero, where relative error means nothing).
+/// dilation, groups and depthwise; unless options.padding_only_outputs, never one whose output
+/// depends on padding alone (its reference is all zero, where relative error means nothing).
+/// The one random-descriptor generator of the tests.
 ConvDesc random_desc(std::mt19937_64& gen, const RandomDescOptions& options = {});
+/// random_desc with the default options in `dtype`.
+ConvDesc random_desc(std::mt19937_64& gen, DType dtype);
+
+/// Nonzero integers in [-1000, -1] and [1, 1000]: every sum of their products is exact in
+/// double, so pipelines compare with the oracle exactly, and the range is wide enough that a
+/// wrong index does not reproduce the right sum by coincidence.
+std::vector<float> nonzero_ints(std::size_t count, std::mt19937_64& gen);
 
 /// H200 ceilings for floors: measured copy bandwidth and fp32 FMA peak.
 constexpr double kCopyBytesPerSec = 4.3e12;
@@ -121,11 +149,12 @@ double direct_flops(const ConvDesc& d);
 /// Bytes of the tensors one pass reads and writes, once each.
 double pass_bytes(const ConvDesc& d, Pass pass);
 
-/// The median of `values` (the mean of the middle two for an even count); throws when empty.
+/// The median of `values` (the mean of the middle two for an even count; detail::median); throws
+/// std::invalid_argument when empty.
 double median_of(std::vector<float> values);
 
 /// Median device time in ms of `run(iteration)` over `iters` timed runs after `warmup` runs,
-/// each timed with its own pair of CUDA events on `stream`.
+/// each timed with its own detail::GpuTimer on `stream`.
 double median_ms(const std::function<void(int)>& run, cudaStream_t stream, int warmup, int iters);
 
 /// CUDA graphs of `run(c)` for each c < copies, each captured once on `stream` (which must not be
@@ -150,7 +179,7 @@ double graph_median_ms(const std::function<void(int)>& run, int copies, cudaStre
                        int warmup, int iters);
 
 /// Median device times in ms of several runs timed in turn: iteration i times every run once,
-/// starting with run i % runs.size() and going round, each with its own pair of CUDA events, so
+/// starting with run i % runs.size() and going round, each with its own detail::GpuTimer, so
 /// that a drift of the device (clocks, caches) and the place in the sequence fall on every run
 /// alike. `warmup` untimed rounds first; run v receives its own iteration count.
 std::vector<double> interleaved_median_ms(const std::vector<std::function<void(int)>>& runs,

@@ -11,6 +11,7 @@
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
 #include "reference/reference.h"
+#include "testing/testing.h"
 #include "tuning/heuristics.h"
 #include "exact_inputs.h"
 
@@ -97,7 +98,7 @@ Refs oracle(const ConvDesc& d, const std::vector<float>& x, const std::vector<fl
 }
 
 TEST(BackwardFftSizeRule, ExactAtTheForwardMinimumAndAbove) {
-  std::mt19937 gen(20261201);
+  std::mt19937_64 gen(20261201);
   int checked = 0;
   for (int h = 1; h <= 11; ++h)
     for (int r = 1; r <= 5; ++r)
@@ -107,9 +108,9 @@ TEST(BackwardFftSizeRule, ExactAtTheForwardMinimumAndAbove) {
             ConvDesc d;
             d.h = h; d.r = r; d.pad_h = pad; d.stride_h = st; d.dil_h = dil;
             if (d.validate() != Status::kSuccess) continue;
-            const auto x = nonzero_ints(d.x_elems(), gen);
-            const auto w = nonzero_ints(d.w_elems(), gen);
-            const auto dy = nonzero_ints(d.y_elems(), gen);
+            const auto x = testing::nonzero_ints(d.x_elems(), gen);
+            const auto w = testing::nonzero_ints(d.w_elems(), gen);
+            const auto dy = testing::nonzero_ints(d.y_elems(), gen);
             const Refs ref = oracle(d, x, w, dy);
             const std::int64_t fmin = min_fft_h(d);
             for (std::int64_t f = fmin; f <= fmin + 3; ++f) {
@@ -122,14 +123,14 @@ TEST(BackwardFftSizeRule, ExactAtTheForwardMinimumAndAbove) {
 }
 
 TEST(BackwardFftSizeRule, TwoDimensionalRandomDescriptors) {
-  std::mt19937 gen(11);
+  std::mt19937_64 gen(11);
+  const testing::RandomDescOptions shapes = one_plane_shapes();
   int checked = 0;
   while (checked < 200) {
-    const ConvDesc d = random_small_desc(gen);
-    if (d.validate() != Status::kSuccess) continue;
-    const auto x = nonzero_ints(d.x_elems(), gen);
-    const auto w = nonzero_ints(d.w_elems(), gen);
-    const auto dy = nonzero_ints(d.y_elems(), gen);
+    const ConvDesc d = testing::random_desc(gen, shapes);
+    const auto x = testing::nonzero_ints(d.x_elems(), gen);
+    const auto w = testing::nonzero_ints(d.w_elems(), gen);
+    const auto dy = testing::nonzero_ints(d.y_elems(), gen);
     const Refs ref = oracle(d, x, w, dy);
     const FftGeometry gd = choose_fft_geometry(d, Pass::kBackwardData);
     const FftGeometry gw = choose_fft_geometry(d, Pass::kBackwardFilter);

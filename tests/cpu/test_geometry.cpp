@@ -7,6 +7,7 @@
 #include "geometry/fft_geometry.h"
 #include "geometry/int_divider.h"
 #include "reference/reference.h"
+#include "testing/testing.h"
 #include "tuning/heuristics.h"
 #include "exact_inputs.h"
 
@@ -187,7 +188,7 @@ std::vector<double> circular_pipeline(const ConvDesc& d, const std::vector<float
 
 
 TEST(FftSizeRule, CircularCorrelationIsExactAtMinimumAndAbove) {
-  std::mt19937 gen(20261130);
+  std::mt19937_64 gen(20261130);
   int checked = 0, tight = 0, tight_cases = 0;
   // Axis h swept exhaustively over small sizes; axis w kept trivial (1 wide) here, 2D below.
   for (int h = 1; h <= 11; ++h)
@@ -198,8 +199,8 @@ TEST(FftSizeRule, CircularCorrelationIsExactAtMinimumAndAbove) {
             ConvDesc d;
             d.h = h; d.r = r; d.pad_h = pad; d.stride_h = st; d.dil_h = dil;
             if (d.validate() != Status::kSuccess) continue;
-            const auto x = nonzero_ints(d.h * d.w, gen);
-            const auto w = nonzero_ints(d.r * d.s, gen);
+            const auto x = testing::nonzero_ints(d.h * d.w, gen);
+            const auto w = testing::nonzero_ints(d.r * d.s, gen);
             std::vector<double> ref(d.y_elems());
             reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
             const std::int64_t fmin = min_fft_h(d);
@@ -222,13 +223,13 @@ TEST(FftSizeRule, CircularCorrelationIsExactAtMinimumAndAbove) {
 }
 
 TEST(FftSizeRule, TwoDimensionalRandomDescriptors) {
-  std::mt19937 gen(7);
+  std::mt19937_64 gen(7);
+  const testing::RandomDescOptions shapes = one_plane_shapes();
   int checked = 0;
   while (checked < 300) {
-    const ConvDesc d = random_small_desc(gen);
-    if (d.validate() != Status::kSuccess) continue;
-    const auto x = nonzero_ints(d.h * d.w, gen);
-    const auto w = nonzero_ints(d.r * d.s, gen);
+    const ConvDesc d = testing::random_desc(gen, shapes);
+    const auto x = testing::nonzero_ints(d.h * d.w, gen);
+    const auto w = testing::nonzero_ints(d.r * d.s, gen);
     std::vector<double> ref(d.y_elems());
     reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
     const FftGeometry g = choose_fft_geometry(d);
@@ -249,9 +250,9 @@ TEST(FftSizeRule, OutputsCanExtendPastThePeriod) {
   EXPECT_EQ(clip_source(4, 1, 4), 0);
   EXPECT_EQ(clip_source(3, 2, 4), 2);
   EXPECT_EQ(clip_source(9, 1, 4), 1);
-  std::mt19937 gen(3);
-  const auto x = nonzero_ints(6, gen);
-  const auto w = nonzero_ints(1, gen);
+  std::mt19937_64 gen(3);
+  const auto x = testing::nonzero_ints(6, gen);
+  const auto w = testing::nonzero_ints(1, gen);
   std::vector<double> ref(d.y_elems());
   reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
   EXPECT_EQ(circular_pipeline(d, x, w, 2, 4), ref);

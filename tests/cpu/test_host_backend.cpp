@@ -72,17 +72,15 @@ testing::ErrorStats run_cpu(const Problem& p, const Options& o = cpu_options(),
   return testing::compare(y, p.ref);
 }
 
-// True when some output along an axis reads at least one input element (not padding alone).
-// Random valid descriptors (testing::random_desc) with padding up to well beyond the kernel (the
-// FFT period then falls below the output extent and the clip wraps), and a bound on the direct
-// convolution's multiply-adds that keeps the fp64 oracle's share of the sweep small.
-// All-padding outputs are left out (their reference is all zero): HostBackend.AllPaddingOutputIsBias
-// covers them.
-ConvDesc random_desc(std::mt19937_64& gen) {
+// Random valid descriptors with padding up to well beyond the kernel (the FFT period then falls
+// below the output extent and the clip wraps), and a bound on the direct convolution's
+// multiply-adds that keeps the fp64 oracle's share of the sweep small. All-padding outputs are
+// left out (their reference is all zero): HostBackend.AllPaddingOutputIsBias covers them.
+testing::RandomDescOptions sweep_shapes() {
   testing::RandomDescOptions o;
   o.wide_padding = true;
   o.max_macs = 2.0e7;
-  return testing::random_desc(gen, o);
+  return o;
 }
 
 TEST(HostBackend, RandomSweepMatchesOracle) {
@@ -97,7 +95,7 @@ TEST(HostBackend, RandomSweepMatchesOracle) {
   double worst = 0.0;
   std::string worst_desc;
   for (int i = 0; i < kCases; ++i) {
-    const ConvDesc d = random_desc(gen);
+    const ConvDesc d = testing::random_desc(gen, sweep_shapes());
     const std::uint64_t case_seed = kSeed * 1000 + i;
     const Problem p(d, case_seed, i % 2 == 0);
     const Plan probe(d, cpu_options());
@@ -522,7 +520,7 @@ TEST(HostBackward, RandomSweepMatchesOracle) {
   const double tol = testing::tolerance(DType::kF32);
   double worst[2] = {0.0, 0.0};
   for (int i = 0; i < 150; ++i) {
-    const ConvDesc d = random_desc(gen);
+    const ConvDesc d = testing::random_desc(gen, sweep_shapes());
     const auto x = testing::random_values(d.x_elems(), 7000 + i, DType::kF32);
     const auto w = testing::random_values(d.w_elems(), 8000 + i, DType::kF32);
     const auto dy = testing::random_values(d.y_elems(), 9000 + i, DType::kF32);

@@ -13,6 +13,7 @@
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
 #include "reference/reference.h"
+#include "testing/testing.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv::detail {
@@ -161,26 +162,18 @@ std::vector<double> pipeline(const ConvDesc& d, Pass pass, const FftGeometry& g,
 }
 
 TEST(PassPipeline, EveryPassMatchesTheOracleThroughTheLibrarysDescription) {
-  std::mt19937 gen(20261130);
+  // Dense, grouped and depthwise descriptors of sizes 1-9, kernels 1-4, strides 1-3, dilations
+  // 1-2, padding up to the kernel (in a fifth of them up to 6 beyond it).
+  testing::RandomDescOptions shapes = testing::RandomDescOptions::small();
+  shapes.max_extent = 9;
+  shapes.max_kernel = 4;
+  shapes.max_depthwise = 4;
+  shapes.max_dilation = 2;
+  std::mt19937_64 gen(20261130);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
   int checked = 0, grouped = 0, depthwise = 0, strided = 0, dilated = 0;
   while (checked < 120) {
-    ConvDesc d;
-    d.n = pick(1, 3);
-    const int kind = pick(0, 3);
-    if (kind == 3) {
-      d.groups = pick(1, 4);
-      d.c = d.k = d.groups;
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 3);
-      d.k = d.groups * pick(1, 3);
-    }
-    d.h = pick(1, 9); d.w = pick(1, 9); d.r = pick(1, 4); d.s = pick(1, 4);
-    d.pad_h = pick(0, 5); d.pad_w = pick(0, 5);
-    d.stride_h = pick(1, 3); d.stride_w = pick(1, 3);
-    d.dil_h = pick(1, 2); d.dil_w = pick(1, 2);
-    if (d.validate() != Status::kSuccess) continue;
+    const ConvDesc d = testing::random_desc(gen, shapes);
     // Small integers: every product and sum is exact in double; only the DFT rounds.
     std::vector<float> x(d.x_elems()), w(d.w_elems()), dy(d.y_elems());
     for (auto* v : {&x, &w, &dy})

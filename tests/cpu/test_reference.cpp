@@ -168,18 +168,12 @@ TEST(HostReferenceBackward, FilterSumsOverBatch) {
   EXPECT_EQ(run_backward_filter(d, {1, 2, 3, 4}, {1, 10, 100, 1000}), (std::vector<double>{4321}));
 }
 
-double dot(const std::vector<double>& a, const std::vector<float>& b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * double(b[i]);
-  return s;
-}
-
 // L = sum(y * g), y = conv(x, w) + bias by the forward oracle.
 double loss(const ConvDesc& d, const std::vector<float>& x, const std::vector<float>& w,
             const std::vector<float>& bias, const std::vector<float>& g) {
   std::vector<double> y(d.y_elems());
   conv2d_forward_host(d, x.data(), w.data(), bias.empty() ? nullptr : bias.data(), y.data());
-  return dot(y, g);
+  return testing::dot(y, g);
 }
 
 // dL/dv[i] for every i by differences. L is affine in each of x and w, so
@@ -284,37 +278,6 @@ TEST(HostReferenceBackward, ConvThenSumChainHasMatchingGradients) {
                finite_differences(d, in.x, in.w, bias, ones, false), 1e-9, "dL/dw");
 }
 
-// Small random descriptors: dense, grouped and depthwise; stride, dilation, padding up to beyond
-// the kernel, rectangular kernels.
-ConvDesc random_small_desc(std::mt19937_64& gen) {
-  auto pick = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
-  };
-  for (;;) {
-    ConvDesc d;
-    d.n = pick(1, 3);
-    const std::int64_t kind = pick(0, 2);
-    if (kind == 2) {  // depthwise
-      d.groups = d.c = d.k = pick(2, 5);
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 3);
-      d.k = d.groups * pick(1, 3);
-    }
-    d.h = pick(1, 12);
-    d.w = pick(1, 12);
-    d.r = pick(1, 5);
-    d.s = pick(0, 1) ? d.r : pick(1, 5);
-    d.pad_h = pick(0, 6);
-    d.pad_w = pick(0, 6);
-    d.stride_h = pick(0, 1) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 1) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 1) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 1) ? d.dil_h : pick(1, 3);
-    if (d.validate() == Status::kSuccess) return d;
-  }
-}
-
 std::vector<float> abs_values(std::vector<float> v) {
   for (float& e : v) e = std::abs(e);
   return v;
@@ -324,12 +287,15 @@ TEST(HostReferenceBackward, AdjointIdentityOnRandomDescriptors) {
   // <conv(x, w), g> == <x, backward_data(g, w)> == <w, backward_filter(x, g)>: the three are the
   // same sum of x*w*g products in other orders. Relative to their value, or where that cancels
   // almost to zero, to a millionth of the sum of |x*w*g|.
+  // Small random descriptors: dense, grouped and depthwise; stride, dilation, padding up to
+  // beyond the kernel, rectangular kernels, outputs that read padding alone.
   const std::uint64_t gen_seed = 7400;
+  const testing::RandomDescOptions shapes = testing::RandomDescOptions::small();
   std::mt19937_64 gen(gen_seed);
   int grouped = 0, depthwise = 0, strided = 0, dilated = 0, wide_pad = 0, rectangular = 0;
   double worst = 0.0;
   for (int i = 0; i < 30; ++i) {
-    const ConvDesc d = random_small_desc(gen);
+    const ConvDesc d = testing::random_desc(gen, shapes);
     const std::uint64_t seed = gen_seed * 100 + i;
     SCOPED_TRACE(d.to_string() + " case " + std::to_string(i) + " of generator seed " +
                  std::to_string(gen_seed) + ", data seed " + std::to_string(seed));
@@ -341,8 +307,8 @@ TEST(HostReferenceBackward, AdjointIdentityOnRandomDescriptors) {
     rectangular += d.r != d.s;
     const Inputs in = random_inputs(d, seed);
     const double via_y = loss(d, in.x, in.w, {}, in.g);
-    const double via_dx = dot(run_backward_data(d, in.g, in.w), in.x);
-    const double via_dw = dot(run_backward_filter(d, in.x, in.g), in.w);
+    const double via_dx = testing::dot(run_backward_data(d, in.g, in.w), in.x);
+    const double via_dw = testing::dot(run_backward_filter(d, in.x, in.g), in.w);
     const double bound = loss(d, abs_values(in.x), abs_values(in.w), {}, abs_values(in.g));
     if (bound == 0.0) {  // every output reads padding only
       EXPECT_EQ(via_dx, 0.0);

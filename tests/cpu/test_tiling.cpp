@@ -9,17 +9,11 @@
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
 #include "reference/reference.h"
+#include "testing/testing.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv::detail {
 namespace {
-
-std::vector<float> nonzero_ints(std::size_t count, std::mt19937& gen) {
-  std::uniform_int_distribution<int> dist(1, 1000), sign(0, 1);
-  std::vector<float> v(count);
-  for (float& e : v) e = float(dist(gen) * (sign(gen) ? 1 : -1));
-  return v;
-}
 
 // Emulates pad -> per-tile circular correlation -> clip for groups = 1.
 std::vector<double> tiled_pipeline(const ConvDesc& d, const FftGeometry& g,
@@ -101,7 +95,7 @@ TEST(Tiling, RejectsTilesSmallerThanTheKernel) {
 }
 
 TEST(Tiling, EmulatedPipelineIsExactOnSmallShapes) {
-  std::mt19937 gen(4);
+  std::mt19937_64 gen(4);
   int checked = 0, partial = 0, narrow = 0;
   for (int h = 3; h <= 13; h += 2)
     for (int r = 1; r <= 5; r += 2)
@@ -118,8 +112,8 @@ TEST(Tiling, EmulatedPipelineIsExactOnSmallShapes) {
               if (d.validate() != Status::kSuccess) continue;
               // tiles exactly as large as the kernel (one output each), or a few outputs larger
               const FftGeometry g = make_tiled_geometry(d, d.eff_r() + extra, d.eff_s() + extra);
-              const auto x = nonzero_ints(d.x_elems(), gen);
-              const auto w = nonzero_ints(d.w_elems(), gen);
+              const auto x = testing::nonzero_ints(d.x_elems(), gen);
+              const auto w = testing::nonzero_ints(d.w_elems(), gen);
               std::vector<double> ref(d.y_elems());
               reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
               EXPECT_EQ(tiled_pipeline(d, g, x, w), ref) << d.to_string() << " tile " << g.fft_h
@@ -134,14 +128,14 @@ TEST(Tiling, EmulatedPipelineIsExactOnSmallShapes) {
 }
 
 TEST(Tiling, FullImageIsTheOneTileCase) {
-  std::mt19937 gen(5);
+  std::mt19937_64 gen(5);
   ConvDesc d;
   d.n = 2; d.c = 2; d.k = 2; d.h = 11; d.w = 9; d.r = 3; d.s = 5; d.pad_h = 1; d.pad_w = 2;
   const FftGeometry g = make_fft_geometry(d, min_fft_h(d), min_fft_w(d));
   EXPECT_EQ(g.tiles(), 1);
   EXPECT_EQ(g.tile_out_h, d.out_h());
-  const auto x = nonzero_ints(d.x_elems(), gen);
-  const auto w = nonzero_ints(d.w_elems(), gen);
+  const auto x = testing::nonzero_ints(d.x_elems(), gen);
+  const auto w = testing::nonzero_ints(d.w_elems(), gen);
   std::vector<double> ref(d.y_elems());
   reference::conv2d_forward_host(d, x.data(), w.data(), nullptr, ref.data());
   EXPECT_EQ(tiled_pipeline(d, g, x, w), ref);

@@ -19,6 +19,20 @@ std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, 
   return testing::decode(host.data(), count, dtype);
 }
 
+std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
+  std::vector<double> v(static_cast<std::size_t>(count));
+  b.download(v.data(), v.size() * sizeof(double));
+  return v;
+}
+
+bool all_poison(const testing::DeviceBuffer& b) {
+  std::vector<unsigned char> host(b.bytes());
+  b.download(host.data(), host.size());
+  for (unsigned char c : host)
+    if (c != 0xFF) return false;
+  return true;
+}
+
 Problem::Problem(const ConvDesc& d, std::uint64_t s, bool bias_on)
     : desc(d), seed(s), with_bias(bias_on) {
   const auto xv = testing::random_values(d.x_elems(), seed, d.dtype);
@@ -59,12 +73,6 @@ RunResult run_forward(const Problem& p, const Options& options, cudaStream_t str
   r.y = testing::decode(host.data(), d.y_elems(), d.dtype);
   r.err = testing::compare(r.y, p.ref);
   return r;
-}
-
-ConvDesc random_desc(std::mt19937_64& gen, DType dtype) {
-  testing::RandomDescOptions o;
-  o.dtype = dtype;
-  return testing::random_desc(gen, o);
 }
 
 std::string data_dir() { return FFTCONV_TEST_DATA_DIR; }

@@ -45,15 +45,16 @@ RunResult run_forward(const Problem& p, const Options& options, cudaStream_t str
 
 using testing::output_reads_data;
 
-/// testing::random_desc in `dtype` (the sequences the GPU sweeps' seeds were verified with).
-ConvDesc random_desc(std::mt19937_64& gen, DType dtype);
-
 std::string data_dir();
 
 /// `values` encoded as `dtype` in a new device buffer.
 testing::DeviceBuffer upload(const std::vector<float>& values, DType dtype);
 /// `count` elements of `dtype` from the device, decoded to fp32.
 std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype);
+/// `count` doubles (an oracle's output) from the device.
+std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count);
+/// True when every byte still holds DeviceBuffer::poison's 0xFF (nothing was written).
+bool all_poison(const testing::DeviceBuffer& b);
 
 /// Every row of every data/shapes/*.csv that loads (a file that does not is reported by the
 /// SuiteFiles.Load test).

@@ -12,12 +12,6 @@
 namespace fftconv::gputest {
 namespace {
 
-std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
-  std::vector<double> v(count);
-  b.download(v.data(), v.size() * sizeof(double));
-  return v;
-}
-
 /// Random x, w, dy of one descriptor (values exact in its dtype) and both backward oracles.
 struct BwdProblem {
   ConvDesc desc;
@@ -227,7 +221,7 @@ TEST(BackwardFilter, AccumulatesWithAlphaAndBeta) {
   std::mt19937_64 gen(508);
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (int i = 0; i < 6; ++i) {
-      const ConvDesc d = random_desc(gen, dtype);
+      const ConvDesc d = testing::random_desc(gen, dtype);
       const BwdProblem p(d, 508000 + i);
       const std::vector<float> dw0 = testing::random_values(d.w_elems(), 9000 + i, dtype);
       for (Algo algo : {Algo::kFft, Algo::kCudnn}) {
@@ -265,7 +259,7 @@ TEST(BackwardFilter, AccumulatesWithAlphaAndBeta) {
 TEST(BackwardData, PerCallFilterOverridesTheKeptOne) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(513);
-  const ConvDesc d = random_desc(gen, DType::kF32);
+  const ConvDesc d = testing::random_desc(gen, DType::kF32);
   const BwdProblem p(d, 513000), q(d, 513001);
   Options o;
   o.algo = Algo::kFft;
@@ -300,7 +294,7 @@ TEST(BackwardData, KeptFilter) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(509);
   for (int i = 0; i < 8; ++i) {
-    const ConvDesc d = random_desc(gen, i % 2 ? DType::kF16 : DType::kF32);
+    const ConvDesc d = testing::random_desc(gen, i % 2 ? DType::kF16 : DType::kF32);
     const BwdProblem p(d, 509000 + i);
     for (Algo algo : {Algo::kFft, Algo::kCudnn}) {
       if (algo == Algo::kCudnn && d.dtype != DType::kF32) continue;
@@ -321,7 +315,7 @@ TEST(Backward, PassesAreAdjoint) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(510);
   for (int i = 0; i < 20; ++i) {
-    const ConvDesc d = random_desc(gen, DType::kF32);
+    const ConvDesc d = testing::random_desc(gen, DType::kF32);
     const BwdProblem p(d, 510000 + i);  // dy plays g
     Options o;
     o.algo = Algo::kFft;

@@ -18,7 +18,7 @@ void sweep(DType dtype, Algo algo, int cases, std::uint64_t seed) {
   SweepStats s;
   const double tol = testing::tolerance(dtype);
   for (int i = 0; i < cases; ++i) {
-    const ConvDesc d = random_desc(gen, dtype);
+    const ConvDesc d = testing::random_desc(gen, dtype);
     const std::uint64_t case_seed = seed * 1000 + i;
     const Problem p(d, case_seed, i % 2 == 0);
     RunResult r;
@@ -76,7 +76,7 @@ TEST(ForwardSweep, EveryGemmTilingMatchesOracle) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(606);
   for (int i = 0; i < 6; ++i) {
-    const ConvDesc d = random_desc(gen, DType::kF32);
+    const ConvDesc d = testing::random_desc(gen, DType::kF32);
     const Problem p(d, 606000 + i, true);
     Options o;
     o.algo = Algo::kFft;

@@ -1,30 +1,18 @@
 // The device oracle's backward passes: against the host oracle on small random descriptors, and on
 // the suite rows (too large for the host oracle) by the adjoint identity with the device forward.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <set>
 
+#include "core/timing.h"
 #include "gpu_test_util.h"
 #include "reference/reference.h"
 
 namespace fftconv::gputest {
 namespace {
-
-testing::DeviceBuffer to_device(const std::vector<float>& v) {
-  testing::DeviceBuffer b(sizeof(float) * v.size());
-  b.upload(v.data(), b.bytes());
-  return b;
-}
-
-std::vector<double> to_host(const testing::DeviceBuffer& b) {
-  std::vector<double> v(b.bytes() / sizeof(double));
-  b.download(v.data(), b.bytes());
-  return v;
-}
 
 // Device inputs and NaN-poisoned fp64 outputs of both backward passes.
 struct DeviceBackward {
@@ -32,9 +20,9 @@ struct DeviceBackward {
 
   DeviceBackward(const ConvDesc& d, const std::vector<float>& xv, const std::vector<float>& wv,
                  const std::vector<float>& dyv)
-      : x(to_device(xv)),
-        w(to_device(wv)),
-        dy(to_device(dyv)),
+      : x(upload(xv, DType::kF32)),
+        w(upload(wv, DType::kF32)),
+        dy(upload(dyv, DType::kF32)),
         dx(sizeof(double) * d.x_elems()),
         dw(sizeof(double) * d.w_elems()) {}
 
@@ -63,42 +51,22 @@ double max_rel_err(const std::vector<double>& got, const std::vector<double>& wa
 
 // Small enough for the host oracle in well under a second each; sizes around the device kernels'
 // edges: planes larger than a block, filters of a few tap tiles and a partial one.
-ConvDesc random_small_desc(std::mt19937_64& gen) {
-  auto pick = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
-  };
-  for (;;) {
-    ConvDesc d;
-    d.n = pick(1, 3);
-    const std::int64_t kind = pick(0, 2);
-    if (kind == 2) {  // depthwise
-      d.groups = d.c = d.k = pick(2, 6);
-    } else {
-      d.groups = kind == 0 ? 1 : pick(2, 3);
-      d.c = d.groups * pick(1, 3);
-      d.k = d.groups * pick(1, 3);
-    }
-    d.h = pick(1, 40);
-    d.w = pick(1, 40);
-    d.r = pick(1, 11);
-    d.s = pick(0, 1) ? d.r : pick(1, 11);
-    d.pad_h = pick(0, d.r + 2);
-    d.pad_w = pick(0, d.s + 2);
-    d.stride_h = pick(0, 1) ? 1 : pick(2, 3);
-    d.stride_w = pick(0, 1) ? d.stride_h : pick(1, 3);
-    d.dil_h = pick(0, 1) ? 1 : pick(2, 3);
-    d.dil_w = pick(0, 1) ? d.dil_h : pick(1, 3);
-    if (d.validate() == Status::kSuccess) return d;
-  }
+testing::RandomDescOptions oracle_shapes() {
+  testing::RandomDescOptions o = testing::RandomDescOptions::small();
+  o.max_extent = 40;
+  o.max_kernel = 11;
+  o.max_depthwise = 6;
+  return o;
 }
 
 TEST(DeviceReference, BackwardMatchesHostOracle) {
   FFTCONV_REQUIRE_GPU();
   const std::uint64_t gen_seed = 8100;
+  const testing::RandomDescOptions shapes = oracle_shapes();
   std::mt19937_64 gen(gen_seed);
   double worst = 0.0;
   for (int i = 0; i < 12; ++i) {
-    const ConvDesc d = random_small_desc(gen);
+    const ConvDesc d = testing::random_desc(gen, shapes);
     const std::uint64_t seed = gen_seed * 100 + i;
     SCOPED_TRACE(d.to_string() + " case " + std::to_string(i) + " of generator seed " +
                  std::to_string(gen_seed) + ", data seed " + std::to_string(seed));
@@ -111,7 +79,7 @@ TEST(DeviceReference, BackwardMatchesHostOracle) {
 
     DeviceBackward dev(d, x, w, dy);
     dev.run(d);
-    const auto dx = to_host(dev.dx), dw = to_host(dev.dw);
+    const auto dx = download_f64(dev.dx, d.x_elems()), dw = download_f64(dev.dw, d.w_elems());
     // fp64 sums in another order (and with FMA): rounding-level differences only.
     const double err_dx = max_rel_err(dx, dx_ref), err_dw = max_rel_err(dw, dw_ref);
     EXPECT_LE(err_dx, 1e-12) << "dx";
@@ -120,17 +88,12 @@ TEST(DeviceReference, BackwardMatchesHostOracle) {
 
     // A fixed summation order: a second run gives the same bits.
     dev.run(d);
-    const auto dx2 = to_host(dev.dx), dw2 = to_host(dev.dw);
+    const auto dx2 = download_f64(dev.dx, d.x_elems());
+    const auto dw2 = download_f64(dev.dw, d.w_elems());
     EXPECT_EQ(std::memcmp(dx.data(), dx2.data(), sizeof(double) * dx.size()), 0) << "dx";
     EXPECT_EQ(std::memcmp(dw.data(), dw2.data(), sizeof(double) * dw.size()), 0) << "dw";
   }
   std::printf("[ oracle   ] device vs host backward: 12 cases, worst max error %.2e\n", worst);
-}
-
-double dot(const std::vector<double>& a, const std::vector<float>& b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * double(b[i]);
-  return s;
 }
 
 double norm(const std::vector<float>& v) {
@@ -166,28 +129,30 @@ TEST(DeviceReference, BackwardAdjointOnSuiteRows) {
     y.poison();
     dev.dx.poison();
     dev.dw.poison();
-    using Clock = std::chrono::steady_clock;
-    auto ms_since = [](Clock::time_point t0) {
-      return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    };
-    auto t0 = Clock::now();
+    detail::GpuTimer timer;
+    timer.start(nullptr);
     reference::conv2d_forward_device(d, dev.x.as<float>(), dev.w.as<float>(), nullptr,
                                      y.as<double>(), nullptr);
+    timer.stop(nullptr);
     testing::cuda_check(cudaDeviceSynchronize(), "forward oracle");
-    const double fwd_ms = ms_since(t0);
-    t0 = Clock::now();
+    const double fwd_ms = timer.elapsed_ms();
+    timer.start(nullptr);
     reference::conv2d_backward_data_device(d, dev.dy.as<float>(), dev.w.as<float>(),
                                            dev.dx.as<double>(), nullptr);
+    timer.stop(nullptr);
     testing::cuda_check(cudaDeviceSynchronize(), "backward data oracle");
-    const double bwd_data_ms = ms_since(t0);
-    t0 = Clock::now();
+    const double bwd_data_ms = timer.elapsed_ms();
+    timer.start(nullptr);
     reference::conv2d_backward_filter_device(d, dev.x.as<float>(), dev.dy.as<float>(),
                                              dev.dw.as<double>(), nullptr);
+    timer.stop(nullptr);
     testing::cuda_check(cudaDeviceSynchronize(), "backward filter oracle");
-    const double bwd_filter_ms = ms_since(t0);
+    const double bwd_filter_ms = timer.elapsed_ms();
 
-    const auto yv = to_host(y), dx = to_host(dev.dx), dw = to_host(dev.dw);
-    const double via_y = dot(yv, g), via_dx = dot(dx, x), via_dw = dot(dw, w);
+    const auto yv = download_f64(y, d.y_elems()), dx = download_f64(dev.dx, d.x_elems()),
+               dw = download_f64(dev.dw, d.w_elems());
+    const double via_y = testing::dot(yv, g), via_dx = testing::dot(dx, x),
+                 via_dw = testing::dot(dw, w);
     // Cauchy-Schwarz bounds the rounding of all three: relative to |<y, g>| unless that cancels.
     const double scale = std::max(std::abs(via_y), 1e-6 * norm(yv) * norm(g));
     EXPECT_TRUE(std::isfinite(via_y) && std::isfinite(via_dx) && std::isfinite(via_dw));

@@ -17,14 +17,6 @@ ConvDesc small_desc() {
   return d;
 }
 
-bool all_poison(const testing::DeviceBuffer& b) {
-  std::vector<unsigned char> host(b.bytes());
-  b.download(host.data(), host.size());
-  for (unsigned char c : host)
-    if (c != 0xFF) return false;
-  return true;
-}
-
 TEST(Runtime, RejectedCallsWriteNothing) {
   FFTCONV_REQUIRE_GPU();
   const ConvDesc d = small_desc();

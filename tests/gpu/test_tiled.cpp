@@ -7,21 +7,13 @@
 namespace fftconv::gputest {
 namespace {
 
-bool all_poison(const testing::DeviceBuffer& b) {
-  std::vector<unsigned char> host(b.bytes());
-  b.download(host.data(), host.size());
-  for (unsigned char c : host)
-    if (c != 0xFF) return false;
-  return true;
-}
-
 // Tiles just above the kernel: many tiles, partial last tiles, and tiles of a single output.
 TEST(Tiled, SmallTilesMatchOracle) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(808);
   int failures = 0, cases = 0, single = 0;
   for (int i = 0; i < 120; ++i) {
-    const ConvDesc d = random_desc(gen, DType::kF32);
+    const ConvDesc d = testing::random_desc(gen, DType::kF32);
     Options o;
     o.algo = Algo::kFftTiled;
     o.fft_h = d.eff_r() + static_cast<std::int64_t>(gen() % 9);
@@ -52,7 +44,7 @@ TEST(Tiled, ChosenTilesMatchOracleInEveryDtype) {
   std::mt19937_64 gen(909);
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (int i = 0; i < 20; ++i) {
-      ConvDesc d = random_desc(gen, t);
+      ConvDesc d = testing::random_desc(gen, t);
       d.h += 40;  // large enough to have several tiles of the chosen size
       d.w += 30;
       Options o;
