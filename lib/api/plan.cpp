@@ -112,20 +112,16 @@ std::string Plan::describe() const {
 namespace {
 
 // Checks a forward call's arguments (nothing is enqueued when they are wrong) and packs them.
-detail::RunArgs forward_args(const ConvDesc& d, const detail::ConvAlgo& algo, const void* x,
-                             const void* w, const void* bias, void* y, void* workspace,
-                             std::size_t workspace_bytes) {
+// Checks a call's arguments with `check` under the plan's lock (the check may read whether a
+// filter is kept), then enqueues it; when they are wrong nothing is enqueued.
+template <typename Check>
+void run_checked(std::mutex& mu, detail::ConvAlgo& algo, const detail::RunArgs& args,
+                 cudaStream_t stream, Check&& check) {
+  std::lock_guard<std::mutex> lock(mu);
   std::string why;
-  const Status st = detail::check_forward_args(d, x, w, bias, y, workspace, workspace_bytes,
-                                               algo.workspace_size(), algo.has_filter(), &why);
+  const Status st = check(algo, &why);
   if (st != Status::kSuccess) throw Error(st, why);
-  detail::RunArgs args;
-  args.x = x;
-  args.w = w;
-  args.bias = bias;
-  args.out = y;
-  args.workspace = workspace;
-  return args;
+  algo.run(args, stream, nullptr);
 }
 
 }  // namespace
@@ -133,48 +129,37 @@ detail::RunArgs forward_args(const ConvDesc& d, const detail::ConvAlgo& algo, co
 void Plan::forward(const void* x, const void* w, const void* bias, void* y, void* workspace,
                    std::size_t workspace_bytes, cudaStream_t stream) const {
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
-  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  impl_->algo->run(
-      forward_args(impl_->desc, *impl_->algo, x, w, bias, y, workspace, workspace_bytes), stream,
-      nullptr);
+  const ConvDesc& d = impl_->desc;
+  run_checked(impl_->enqueue_mutex, *impl_->algo, {x, w, nullptr, bias, y, workspace}, stream,
+              [&](const detail::ConvAlgo& a, std::string* why) {
+                return detail::check_forward_args(d, x, w, bias, y, workspace, workspace_bytes,
+                                                  a.workspace_size(), a.has_filter(), why);
+              });
 }
 
 void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspace,
                          std::size_t workspace_bytes, cudaStream_t stream) const {
   require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardData, "backward_data");
-  std::string why;
-  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_backward_data_args(impl_->desc, dy, w, dx, workspace, workspace_bytes,
-                                       workspace_size(), impl_->algo->has_filter(), &why);
-  if (st != Status::kSuccess) throw Error(st, why);
-  detail::RunArgs args;
-  args.dy = dy;
-  args.w = w;
-  args.out = dx;
-  args.workspace = workspace;
-  impl_->algo->run(args, stream, nullptr);
+  const ConvDesc& d = impl_->desc;
+  run_checked(impl_->enqueue_mutex, *impl_->algo, {nullptr, w, dy, nullptr, dx, workspace}, stream,
+              [&](const detail::ConvAlgo& a, std::string* why) {
+                return detail::check_backward_data_args(d, dy, w, dx, workspace, workspace_bytes,
+                                                        a.workspace_size(), a.has_filter(), why);
+              });
 }
 
 void Plan::backward_filter(const void* x, const void* dy, void* dw, void* workspace,
                            std::size_t workspace_bytes, cudaStream_t stream, float alpha,
                            float beta) const {
   require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardFilter, "backward_filter");
-  const DType dw_dtype = impl_->options.dw_fp32 ? DType::kF32 : impl_->desc.dtype;
-  std::string why;
-  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  const Status st =
-      detail::check_backward_filter_args(impl_->desc, x, dy, dw, dw_dtype, alpha, beta, workspace,
-                                         workspace_bytes, workspace_size(), &why);
-  if (st != Status::kSuccess) throw Error(st, why);
-  detail::RunArgs args;
-  args.x = x;
-  args.dy = dy;
-  args.out = dw;
-  args.workspace = workspace;
-  args.alpha = alpha;
-  args.beta = beta;
-  impl_->algo->run(args, stream, nullptr);
+  const ConvDesc& d = impl_->desc;
+  const DType dw_dtype = impl_->options.dw_fp32 ? DType::kF32 : d.dtype;
+  run_checked(
+      impl_->enqueue_mutex, *impl_->algo, {x, nullptr, dy, nullptr, dw, workspace, alpha, beta},
+      stream, [&](const detail::ConvAlgo& a, std::string* why) {
+        return detail::check_backward_filter_args(d, x, dy, dw, dw_dtype, alpha, beta, workspace,
+                                                  workspace_bytes, a.workspace_size(), why);
+      });
 }
 
 void Plan::set_filter(const void* w, cudaStream_t stream) {
@@ -213,9 +198,13 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "profile_forward");
   if (iters < 1) throw Error(Status::kInvalidArgument, "profile_forward: iters must be >= 1");
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
-  return impl_->algo->profile_forward(
-      forward_args(impl_->desc, *impl_->algo, x, w, bias, y, workspace, workspace_bytes), stream,
-      iters);
+  std::string why;
+  const detail::ConvAlgo& a = *impl_->algo;
+  const Status st =
+      detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
+                                 a.workspace_size(), a.has_filter(), &why);
+  if (st != Status::kSuccess) throw Error(st, why);
+  return impl_->algo->profile_forward({x, w, nullptr, bias, y, workspace}, stream, iters);
 }
 
 }  // namespace fftconv
