@@ -65,20 +65,41 @@ inline CLI::Validator integer_in(long long lo,
 }
 
 /// The text for a command-line error: CLI11's, except for arguments no option takes, which are
-/// named ("unknown option '--x'", "unexpected argument 'x'").
+/// named ("unknown option '--x'", "unexpected argument 'x'"), and for an option given without
+/// its value ("--out needs a value" for CLI11's "--out: 1 required DIR missing").
 inline std::string error_text(const CLI::App& app, const CLI::ParseError& e) {
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && !app.remaining().empty()) {
     const std::string first = app.remaining().front();
     const bool dash = first.size() > 1 && first[0] == '-';
     return std::string(dash ? "unknown option '" : "unexpected argument '") + first + "'";
   }
-  return e.what();
+  const std::string text = e.what();
+  const std::size_t colon = text.find(": ");
+  const std::size_t required = text.find(" required ");
+  const std::string missing = " missing";
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && colon != std::string::npos &&
+      required != std::string::npos && required > colon && text.size() > missing.size() &&
+      text.compare(text.size() - missing.size(), missing.size(), missing) == 0) {
+    const std::string count = text.substr(colon + 2, required - colon - 2);
+    return text.substr(0, colon) + " needs " + (count == "1" ? "a value" : count + " values");
+  }
+  return text;
 }
 
 /// Parses the command line into `app`'s options. Returns -1 when the tool should go on; 0 after
 /// printing --help on stdout; kExitUsage after a bad command line, reported on stderr as
 /// "<prefix><error> (see --help)".
 inline int parse(CLI::App& app, int argc, const char* const* argv, const std::string& prefix) {
+  // -h or --help anywhere before "--" prints the help, whatever else is wrong (CLI11 would check
+  // the values first).
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
