@@ -65,10 +65,12 @@ inline CLI::Validator integer_in(long long lo,
 }
 
 /// The text for a command-line error: CLI11's, except for arguments no option takes, which are
-/// named ("unknown option '--x'", "unexpected argument 'x'"), and for an option given without
+/// named first ("unknown option '--x'", "unexpected argument 'x'"), and for an option given without
 /// its value ("--out needs a value" for CLI11's "--out: 1 required DIR missing").
 inline std::string error_text(const CLI::App& app, const CLI::ParseError& e) {
-  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && !app.remaining().empty()) {
+  // An argument no option takes comes first, whatever else CLI11 found: it is the likelier
+  // mistake (a misspelt option), and CLI11 checks for it last.
+  if (!app.get_allow_extras() && !app.remaining().empty()) {
     const std::string first = app.remaining().front();
     const bool dash = first.size() > 1 && first[0] == '-';
     return std::string(dash ? "unknown option '" : "unexpected argument '") + first + "'";
