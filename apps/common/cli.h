@@ -64,6 +64,20 @@ inline CLI::Validator integer_in(long long lo,
       "");
 }
 
+/// A validator for finite numbers > 0.
+inline CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& value) {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(v > 0.0) || v > std::numeric_limits<double>::max()) {
+          return "expects a positive number, not '" + value + "'";
+        }
+        return std::string();
+      },
+      "");
+}
+
 /// The text for a command-line error: CLI11's, except for arguments no option takes, which are
 /// named first ("unknown option '--x'", "unexpected argument 'x'"), and for an option given without
 /// its value ("--out needs a value" for CLI11's "--out: 1 required DIR missing").
