@@ -1,7 +1,8 @@
 // Google Benchmark suite over the shape CSVs: every row, pass and provider, timed with CUDA events.
 //
 //   fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad] [--dtypes f32,f16,bf16]
-//                  [--iters N] [--warmup N] [--benchmark_filter=REGEX] [--benchmark_out=F.json --benchmark_out_format=json]
+//                  [--iters N] [--warmup N] [--benchmark_filter=REGEX] [--benchmark_out=F.json
+//                  --benchmark_out_format=json]
 //
 // --dtypes runs every row in each listed dtype (default: the CSV's dtype); a variant in another
 // dtype than its row's is named <row>_<dtype> (no suffix for f32), so landmark_batch64 in f16 is
@@ -20,9 +21,13 @@
 // percentage of the time). A provider that cannot run a case reports the reason as an error.
 #include <benchmark/benchmark.h>
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -163,12 +168,28 @@ void run_case(benchmark::State& state, const ft::ShapeRow& row, const Provider& 
   state.SetLabel(label + " " + d.to_string());
 }
 
-[[noreturn]] void usage(int code) {
-  std::printf(
-      "usage: fftconv_gbench [--shapes FILE.csv]... [--passes fwd,dgrad,wgrad]\n"
-      "                      [--dtypes f32,f16,bf16] [--iters N] [--warmup N] [--benchmark_* flags]\n"
-      "Benchmarks are named <case>/<pass>/<provider>; see the top of bench/fftconv_gbench.cpp.\n");
-  std::exit(code);
+// The items of a comma-separated list of passes; throws on an unknown or empty one.
+std::vector<Pass> parse_pass_list(const std::string& list) {
+  std::vector<Pass> passes;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) passes.push_back(fftconv::parse_pass(item));
+  if (passes.empty()) throw std::invalid_argument("needs at least one of fwd, dgrad, wgrad");
+  return passes;
+}
+
+// A validator from a parser that throws: the exception's text is the message.
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse) {
+  return CLI::Validator(
+      [parse](std::string& value) {
+        try {
+          parse(value);
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "");
 }
 
 }  // namespace
@@ -177,34 +198,52 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::vector<Pass> passes = {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter};
   std::vector<DType> dtypes;
-  std::vector<char*> rest;
+  CLI::App app(
+      "Google Benchmark suite over the shape CSVs: every row, pass and provider, timed with CUDA\n"
+      "events. Benchmarks are named <case>/<pass>/<provider>; see the top of\n"
+      "bench/fftconv_gbench.cpp.",
+      "fftconv_gbench");
+  app.allow_extras();  // the --benchmark_* flags, for benchmark::Initialize
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.get_formatter()->column_width(26);
+  app.footer(
+      "Other arguments go to Google Benchmark: --benchmark_filter=REGEX, --benchmark_list_tests,\n"
+      "--benchmark_out=F.json --benchmark_out_format=json, ...");
+  app.add_option("--shapes", files, "shape suite CSV (default data/shapes/suite.csv); may repeat")
+      ->type_name("FILE.csv")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1)
+      ->allow_extra_args(false);
+  app.add_option_function<std::string>(
+         "--passes", [&](const std::string& v) { passes = parse_pass_list(v); },
+         "passes, comma-separated (default fwd,dgrad,wgrad)")
+      ->type_name("LIST")
+      ->check(parsed_by([](const std::string& v) { parse_pass_list(v); }));
+  app.add_option_function<std::string>(
+         "--dtypes", [&](const std::string& v) { dtypes = ft::parse_dtype_list(v); },
+         "run every row in each dtype of LIST (f32,f16,bf16; default the CSV's)")
+      ->type_name("LIST")
+      ->check(parsed_by([](const std::string& v) { ft::parse_dtype_list(v); }));
+  app.add_option("--iters", g_iters,
+                 "CUDA-event-timed runs per benchmark, >= 1 (median; default 20)")
+      ->type_name("N")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()).description(""));
+  app.add_option("--warmup", g_warmup, "untimed runs first, >= 0 (default 5)")
+      ->type_name("N")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
   try {
-    for (int i = 0; i < argc; ++i) {
-      const std::string a = argv[i];
-      const bool has_value = i + 1 < argc;
-      if (a == "--help" || a == "-h") usage(0);
-      if (a == "--shapes" && has_value) {
-        files.push_back(argv[++i]);
-      } else if (a == "--passes" && has_value) {
-        passes.clear();
-        std::stringstream list(argv[++i]);
-        std::string item;
-        while (std::getline(list, item, ',')) passes.push_back(fftconv::parse_pass(item));
-      } else if (a == "--dtypes" && has_value) {
-        dtypes = ft::parse_dtype_list(argv[++i]);
-      } else if (a == "--iters" && has_value) {
-        g_iters = std::stoi(argv[++i]);
-      } else if (a == "--warmup" && has_value) {
-        g_warmup = std::stoi(argv[++i]);
-      } else {
-        rest.push_back(argv[i]);
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fftconv_gbench: %s\n", e.what());
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "fftconv_gbench: %s (see --help)\n", e.what());
     return 2;
   }
-  if (g_iters < 1 || g_warmup < 0 || passes.empty()) usage(2);
+  // Google Benchmark gets the program name and what CLI11 left, in order.
+  std::vector<std::string> rest_args = app.remaining();
+  rest_args.insert(rest_args.begin(), argv[0]);
+  std::vector<char*> rest;
+  for (std::string& a : rest_args) rest.push_back(a.data());
   if (files.empty()) files.push_back(std::string(FFTCONV_DATA_DIR) + "/shapes/suite.csv");
   // Listing (--benchmark_list_tests) works without a GPU; running does not.
   bool listing = false;

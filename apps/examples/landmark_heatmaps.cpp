@@ -19,6 +19,8 @@
 
 #include <fftconv/fftconv.hpp>
 
+#include "cli.h"
+
 namespace {
 
 constexpr int kLandmarks = 68;
@@ -93,41 +95,35 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "auto";
+  fftconv::Options options;
+  options.backend = fftconv::Backend::kAuto;
   int batch = 32, size = 96, iters = 10;
   double sigma = 7.0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string opt = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (opt == "--device" && has_value) {
-      device = argv[++i];
-    } else if (opt == "--batch" && has_value) {
-      batch = std::atoi(argv[++i]);
-    } else if (opt == "--size" && has_value) {
-      size = std::atoi(argv[++i]);
-    } else if (opt == "--sigma" && has_value) {
-      sigma = std::atof(argv[++i]);
-    } else if (opt == "--iters" && has_value) {
-      iters = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr,
-                   "usage: landmark_heatmaps [--device gpu|cpu|auto] [--batch N] [--size S] "
-                   "[--sigma S] [--iters N]\n");
-      return 2;
-    }
-  }
-  if (batch < 1 || size < 8 || iters < 1 || !(sigma > 0.0)) {
-    std::fprintf(stderr, "landmark_heatmaps: batch >= 1, size >= 8, iters >= 1, sigma > 0\n");
-    return 2;
-  }
-
-  fftconv::Options options;
-  try {
-    options.backend = fftconv::parse_backend(device);
-  } catch (const fftconv::Error& e) {
-    std::fprintf(stderr, "landmark_heatmaps: %s\n", e.what());
-    return 2;
-  }
+  CLI::App app(
+      "Smooths 68 one-hot landmark maps per face with a 45x45 Gaussian through fftconv\n"
+      "(depthwise), checks every map against the exact heatmap and times the smoothing.",
+      "landmark_heatmaps");
+  fftconv_apps::configure(app);
+  app.footer("Exit status: 0 every map correct, 1 a map wrong, 2 bad arguments or no plan.");
+  app.add_option_function<std::string>(
+         "--device", [&](const std::string& v) { options.backend = fftconv::parse_backend(v); },
+         "where to run: gpu, cpu or auto (default: the GPU when there is one)")
+      ->type_name("gpu|cpu|auto")
+      ->check(fftconv_apps::parsed_by([](const std::string& v) { fftconv::parse_backend(v); }));
+  app.add_option("--batch", batch, "faces (default 32)")
+      ->type_name("N")
+      ->check(fftconv_apps::integer_in(1));
+  app.add_option("--size", size, "map height and width (default 96)")
+      ->type_name("S")
+      ->check(fftconv_apps::integer_in(8));
+  app.add_option("--sigma", sigma, "the Gaussian's sigma (default 7)")
+      ->type_name("S")
+      ->check(fftconv_apps::positive_number());
+  app.add_option("--iters", iters, "timed runs (default 10)")
+      ->type_name("N")
+      ->check(fftconv_apps::integer_in(1));
+  const int status = fftconv_apps::parse(app, argc, argv, "landmark_heatmaps: ");
+  if (status >= 0) return status;
   if (options.backend == fftconv::Backend::kGpu && fftconv::device_count() == 0) {
     std::fprintf(stderr, "landmark_heatmaps: --device gpu: no CUDA device (use cpu or auto)\n");
     return 2;

@@ -9,22 +9,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "cli.h"
 #include "image_io.h"
 #include "kernel.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-const char* const kUsage =
-    "usage: fftconv-make-images [--test-images DIR] [--upscale IN OUT.png WxH] [--kernels DIR]\n"
-    "  --test-images DIR  synthetic test images: gradient_rgb_257x131.png, "
-    "checker_gray_64x48.pgm,\n"
-    "                     noise_rgba_33x17.png, impulse_rgb_101x101.ppm, dot_gray_1x1.png\n"
-    "  --upscale IN OUT WxH  IN resized to W x H (bilinear), written as the PNG OUT\n"
-    "  --kernels DIR      gaussian45_sigma7.txt and gaussian45_sigma7.npy (sum 1, float32)\n";
 
 blur::Image blank(int w, int h, int channels) {
   blur::Image im;
@@ -105,6 +101,16 @@ blur::Image resize(const blur::Image& src, int w, int h) {
   return dst;
 }
 
+// --upscale IN OUT WxH.
+void upscale(const std::string& in, const std::string& out, const std::string& size) {
+  int w = 0, h = 0;
+  if (std::sscanf(size.c_str(), "%dx%d", &w, &h) != 2 || w < 1 || h < 1) {
+    throw blur::UserError("--upscale: size '" + size + "' is not WxH");
+  }
+  if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
+  blur::write_png(out, resize(blur::load_image(in), w, h));
+}
+
 void kernels(const fs::path& dir) {
   fs::create_directories(dir);
   const blur::Kernel k = blur::gaussian_kernel(45, 45, 7.0);
@@ -118,33 +124,46 @@ void kernels(const fs::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The actions run in the order given, each as often as given, after the whole command line
+  // has been read.
+  std::vector<std::function<void()>> actions;
+  CLI::App app("Writes the generated inputs of fftconv-blur's tests and timings.",
+               "fftconv-make-images");
+  fftconv_apps::configure(app);
+  app.footer("Exit status: 0 everything written, 1 an action failed, 2 bad arguments.");
+  app.add_option_function<std::string>(
+         "--test-images",
+         [&](const std::string& dir) { actions.push_back([dir] { test_images(dir); }); },
+         "synthetic test images: gradient_rgb_257x131.png,\n"
+         "checker_gray_64x48.pgm, noise_rgba_33x17.png, impulse_rgb_101x101.ppm,\n"
+         "dot_gray_1x1.png")
+      ->type_name("DIR")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
+  using Upscale = std::tuple<std::string, std::string, std::string>;  // IN, OUT, WxH
+  app.add_option_function<Upscale>(
+         "--upscale",
+         [&](const Upscale& v) {
+           actions.push_back([v] { upscale(std::get<0>(v), std::get<1>(v), std::get<2>(v)); });
+         },
+         "IN resized to W x H (bilinear), written as the PNG OUT")
+      ->type_name("IN OUT WxH")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
+  app.add_option_function<std::string>(
+         "--kernels", [&](const std::string& dir) { actions.push_back([dir] { kernels(dir); }); },
+         "gaussian45_sigma7.txt and gaussian45_sigma7.npy (sum 1, float32)")
+      ->type_name("DIR")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->trigger_on_parse();
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return 2;
+    std::fputs(app.help().c_str(), stderr);
+    return fftconv_apps::kExitUsage;
   }
+  const int status = fftconv_apps::parse(app, argc, argv, "fftconv-make-images: ");
+  if (status >= 0) return status;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string opt = argv[i];
-      if (opt == "--test-images" && i + 1 < argc) {
-        test_images(argv[++i]);
-      } else if (opt == "--kernels" && i + 1 < argc) {
-        kernels(argv[++i]);
-      } else if (opt == "--upscale" && i + 3 < argc) {
-        const std::string in = argv[++i], out = argv[++i], size = argv[++i];
-        int w = 0, h = 0;
-        if (std::sscanf(size.c_str(), "%dx%d", &w, &h) != 2 || w < 1 || h < 1) {
-          throw blur::UserError("--upscale: size '" + size + "' is not WxH");
-        }
-        if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
-        blur::write_png(out, resize(blur::load_image(in), w, h));
-      } else if (opt == "-h" || opt == "--help") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      } else {
-        std::fprintf(stderr, "fftconv-make-images: bad argument '%s'\n%s", opt.c_str(), kUsage);
-        return 2;
-      }
-    }
+    for (const auto& action : actions) action();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fftconv-make-images: error: %s\n", e.what());
     return 1;

@@ -7,50 +7,35 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "fftconv/fftconv.hpp"
 #include "testing/testing.h"
-
-namespace {
-
-[[noreturn]] void usage(int code) {
-  std::printf(
-      "usage: fftconv-tune --shapes FILE.csv [--shapes ...] --out CACHE.json [--exhaustive]\n"
-      "                    [--filter TEXT]\n"
-      "  Plans every row as Algo::kAuto would run it and, where that is the FFT path, times the\n"
-      "  per-frequency GEMM candidates (own tilings; with --exhaustive the cuBLAS paths too) and\n"
-      "  stores the winner in CACHE.json. Rows already in the cache are reported, not retimed.\n");
-  std::exit(code);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::string out, filter;
   bool exhaustive = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "fftconv-tune: %s needs a value\n", a.c_str());
-        usage(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") usage(0);
-    else if (a == "--shapes") files.push_back(value());
-    else if (a == "--out") out = value();
-    else if (a == "--filter") filter = value();
-    else if (a == "--exhaustive") exhaustive = true;
-    else {
-      std::fprintf(stderr, "fftconv-tune: unknown argument '%s'\n", a.c_str());
-      usage(2);
-    }
-  }
-  if (files.empty() || out.empty()) {
-    std::fprintf(stderr, "fftconv-tune: --shapes and --out are required\n");
-    usage(2);
-  }
+  CLI::App app(
+      "Fills a tuning cache for shape suites: plans every row as Algo::kAuto would run it and,\n"
+      "where that is the FFT path, times the per-frequency GEMM candidates (own tilings; with\n"
+      "--exhaustive the cuBLAS paths too) and stores the winner in CACHE.json. Rows already in\n"
+      "the cache are reported, not retimed. Later plans with Tuning::kAutotune (or\n"
+      "FFTCONV_TUNING_CACHE set) then skip the timing.",
+      "fftconv-tune");
+  fftconv_apps::configure(app);
+  app.footer(
+      "Exit status: 0 every row planned, 1 a row failed to plan, 2 bad arguments, an unreadable\n"
+      "shape file or no CUDA GPU.");
+  fftconv_apps::repeatable(app.add_option("--shapes", files, "shape suite CSV; may repeat"))
+      ->type_name("FILE.csv")
+      ->required();
+  app.add_option("--out", out, "the tuning cache to fill (created if missing)")
+      ->type_name("CACHE.json")
+      ->required();
+  app.add_flag("--exhaustive", exhaustive, "also time the cuBLAS paths (Tuning::kExhaustive)");
+  app.add_option("--filter", filter, "only rows whose name contains TEXT")->type_name("TEXT");
+  const int status = fftconv_apps::parse(app, argc, argv, "fftconv-tune: ");
+  if (status >= 0) return status;
   std::vector<fftconv::testing::ShapeRow> rows;
   try {
     for (const auto& f : files)
@@ -61,7 +46,8 @@ int main(int argc, char** argv) {
   }
   std::string why;
   if (!fftconv::testing::has_device(&why)) {
-    std::fprintf(stderr, "fftconv-tune: %s; tuning times kernels and needs a CUDA GPU\n", why.c_str());
+    std::fprintf(stderr, "fftconv-tune: %s; tuning times kernels and needs a CUDA GPU\n",
+                 why.c_str());
     return 2;
   }
   int failed = 0;

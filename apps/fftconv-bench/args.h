@@ -1,0 +1,48 @@
+// fftconv-bench's command line: what to run and how to time it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fftconv/fftconv.hpp"
+#include "testing/testing.h"
+
+namespace bench {
+
+struct Config {
+  std::vector<std::string> shape_files;
+  std::vector<fftconv::testing::ShapeRow> single;  // --desc and the shape flags
+  bool verify = false;
+  bool cudnn = true;
+  std::string json_path;
+  std::string filter;
+  int iters = 20;
+  int warmup = 5;
+  fftconv::Algo algo = fftconv::Algo::kAuto;
+  std::string gemm;        // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
+  std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
+  bool stages = false;
+  bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
+  bool interleave = false;  // --interleave: time a row's dtypes in turn
+  bool control = false;     // --control: with --interleave, a second copy of the first dtype too
+  int placements = 4;       // --placements: engine instances each --interleave run rotates over
+  std::size_t workspace_limit = fftconv::Options::kNoLimit;
+  bool fft_all = false;               // --fft all: time candidate sizes per FFT row
+  std::int64_t fft_h = 0, fft_w = 0;  // --fft HxW: forced (0 x 0: the cost model's)
+  fftconv::Tuning tuning = fftconv::Tuning::kHeuristic;
+  std::string tuning_cache;
+  std::vector<fftconv::Pass> passes = {fftconv::Pass::kForward};
+  std::vector<fftconv::DType> dtypes;  // --dtypes: every row in each (empty: the CSV's dtype)
+  std::string command;                 // the command line as recorded in the JSON
+};
+
+/// Parses the command line into `cfg`. Returns -1 when the driver should go on, 0 after --help,
+/// 2 after a bad command line (reported on stderr).
+int parse_args(int argc, char** argv, Config& cfg);
+
+/// The engine's options for `pass` from the command line.
+fftconv::Options engine_options(const Config& cfg, fftconv::Pass pass);
+
+}  // namespace bench
