@@ -17,7 +17,7 @@
 // Each benchmark runs one iteration whose time is the median of --iters CUDA-event-timed runs
 // (default 20, after --warmup 5 untimed ones, inputs rotated when they fit in L2); plan creation is
 // outside the timing and reported as the counter plan_ms. Counters: tflops (direct-convolution
-// FLOPs per second), gbps (the pass's tensors once), floor_pct (the floor of ENGINEERING §9 as a
+// FLOPs per second), gbps (the pass's tensors once), floor_pct (the floor of docs/benchmarking.md as a
 // percentage of the time). A provider that cannot run a case reports the reason as an error.
 #include <benchmark/benchmark.h>
 

@@ -22,42 +22,6 @@ using fftconv::Pass;
 using fftconv::Plan;
 namespace ft = fftconv::testing;
 
-// --fft all's sizes come from the planner's candidates, which the library computes internally
-// (lib/geometry: min_fft_extent, fft_size_candidates) but does not publish; these two mirror them
-// on the public descriptor.
-//
-// The smallest circular period along one axis that reproduces the linear correlation on every
-// output kept: reads at t >= F must land on leading zeros, needed data must not wrap, and the
-// dilated filter must not wrap onto itself.
-std::int64_t min_fft_extent(std::int64_t in, std::int64_t pad, std::int64_t eff_k,
-                            std::int64_t stride, std::int64_t out) {
-  const std::int64_t hi = (out - 1) * stride + eff_k;
-  return std::max({eff_k, std::min(pad + in, hi), hi - pad});
-}
-
-// Candidate sizes from `min`: 2-3-5-7-smooth sizes up to 1.3 * min (at most 8), always
-// including the first smooth size >= min.
-std::vector<std::int64_t> fft_candidates(std::int64_t min) {
-  const auto smooth = [](std::int64_t n) {
-    for (const std::int64_t p : {2, 3, 5, 7}) {
-      while (n % p == 0) n /= p;
-    }
-    return n == 1;
-  };
-  const auto next_smooth = [&](std::int64_t n) {
-    n = std::max<std::int64_t>(n, 1);
-    while (!smooth(n)) ++n;
-    return n;
-  };
-  const std::int64_t first = next_smooth(min);
-  const auto hi = std::max(first, static_cast<std::int64_t>(static_cast<double>(min) * 1.3));
-  std::vector<std::int64_t> sizes;
-  for (std::int64_t n = first; n <= hi && sizes.size() < 8; n = next_smooth(n + 1)) {
-    sizes.push_back(n);
-  }
-  return sizes;
-}
-
 // The time of a side measurement, or NaN (shown as "-") when that configuration cannot run;
 // the reason goes to the row's notes.
 double side_time(Row& r, const std::string& what, const std::function<double()>& time) {
@@ -247,8 +211,8 @@ bool same_shape(ConvDesc a, ConvDesc b) {
 
 std::vector<std::pair<std::int64_t, std::int64_t>> fft_sweep_sizes(const ConvDesc& d) {
   constexpr std::size_t kSizesPerAxis = 4;
-  auto hs = fft_candidates(min_fft_extent(d.h, d.pad_h, d.eff_r(), d.stride_h, d.out_h()));
-  auto ws = fft_candidates(min_fft_extent(d.w, d.pad_w, d.eff_s(), d.stride_w, d.out_w()));
+  auto hs = ft::fft_size_candidates(d, /*height=*/true);
+  auto ws = ft::fft_size_candidates(d, /*height=*/false);
   hs.resize(std::min(hs.size(), kSizesPerAxis));
   ws.resize(std::min(ws.size(), kSizesPerAxis));
   const bool square = d.h == d.w && d.pad_h == d.pad_w && d.r == d.s;

@@ -1,5 +1,7 @@
 #include "testing/testing.h"
 
+#include "geometry/fft_geometry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -459,6 +461,10 @@ bool axis_reads_data(std::int64_t in, std::int64_t pad, std::int64_t k, std::int
   return false;
 }
 }  // namespace
+
+std::vector<std::int64_t> fft_size_candidates(const ConvDesc& d, bool height) {
+  return detail::fft_size_candidates(height ? detail::min_fft_h(d) : detail::min_fft_w(d));
+}
 
 bool output_reads_data(const ConvDesc& d) {
   return axis_reads_data(d.h, d.pad_h, d.r, d.stride_h, d.dil_h, d.out_h()) &&

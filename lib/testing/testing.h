@@ -14,7 +14,7 @@
 
 #include "core/device_buffer.h"
 #include "fftconv/conv_desc.hpp"
-#include "fftconv/plan.hpp"
+#include "fftconv/options.hpp"
 
 namespace fftconv::testing {
 
@@ -39,7 +39,8 @@ ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref);
 /// the adjoint identities.
 double dot(const std::vector<double>& a, const std::vector<float>& b);
 
-/// Tolerance of ENGINEERING §7: fp32 1e-5, fp16 I/O 2e-3, bf16 I/O 1e-2.
+/// Tolerance (docs/benchmarking.md, "Accuracy and tolerance"): fp32 1e-5, fp16 I/O 2e-3, bf16
+/// I/O 1e-2.
 double tolerance(DType dtype);
 
 /// True when a CUDA device is usable; otherwise `why` says what failed.
@@ -80,6 +81,10 @@ std::vector<ShapeRow> with_dtypes(const std::vector<ShapeRow>& rows,
                                   const std::vector<DType>& dtypes);
 /// Parses a comma-separated dtype list ("f32,f16,bf16"); throws on an unknown or empty list.
 std::vector<DType> parse_dtype_list(const std::string& list);
+
+/// The planner's candidate FFT sizes along one axis (height or width) of a full-image plan,
+/// smallest first, from the exact circular period up: what `fftconv-bench --fft all` sweeps.
+std::vector<std::int64_t> fft_size_candidates(const ConvDesc& d, bool height);
 
 /// True when at least one output element reads an input element (not only padding).
 bool output_reads_data(const ConvDesc& d);
