@@ -211,8 +211,8 @@ bool same_shape(ConvDesc a, ConvDesc b) {
 
 std::vector<std::pair<std::int64_t, std::int64_t>> fft_sweep_sizes(const ConvDesc& d) {
   constexpr std::size_t kSizesPerAxis = 4;
-  auto hs = ft::fft_size_candidates(d, /*height=*/true);
-  auto ws = ft::fft_size_candidates(d, /*height=*/false);
+  auto hs = ft::fft_sweep_sizes_along(d, /*height=*/true);
+  auto ws = ft::fft_sweep_sizes_along(d, /*height=*/false);
   hs.resize(std::min(hs.size(), kSizesPerAxis));
   ws.resize(std::min(ws.size(), kSizesPerAxis));
   const bool square = d.h == d.w && d.pad_h == d.pad_w && d.r == d.s;

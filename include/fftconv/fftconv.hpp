@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/device.hpp"
 #include "fftconv/log.hpp"
 #include "fftconv/options.hpp"
 #include "fftconv/plan.hpp"

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/device.hpp"
 #include "fftconv/options.hpp"
 
 namespace fftconv {
@@ -93,8 +94,5 @@ class Plan {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Number of CUDA devices that can run fftconv (0 when none or no driver).
-int device_count() noexcept;
 
 }  // namespace fftconv

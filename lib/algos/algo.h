@@ -9,19 +9,11 @@
 #include <cuda_runtime_api.h>
 
 #include "fftconv/conv_desc.hpp"
+#include "core/support.h"
 #include "fftconv/options.hpp"
 
 namespace fftconv::detail {
 
-/// Whether an algorithm can implement a descriptor; when not, a status and a reason a user can act
-/// on.
-struct Support {
-  Status status = Status::kSuccess;
-  std::string reason;
-  bool ok() const { return status == Status::kSuccess; }
-  static Support yes() { return {}; }
-  static Support no(Status st, std::string why) { return {st, std::move(why)}; }
-};
 
 /// Tensors of one pass (device pointers). forward: x, w (null: kept), bias (may be null) -> out =
 /// y. backward data: dy, w (null: kept) -> out = dx. backward filter: x, dy -> out = dw, scaled as

@@ -5,7 +5,7 @@
 
 #include "algos/registry.h"
 #include "core/log.h"
-#include "fftconv/plan.hpp"
+#include "fftconv/device.hpp"
 
 namespace fftconv::detail {
 

@@ -21,15 +21,6 @@ std::vector<std::string> gemm_kernel_names() {
   return names;
 }
 
-int device_count() noexcept {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the error so later calls are not affected
-    return 0;
-  }
-  return count;
-}
-
 struct Plan::Impl {
   ConvDesc desc;
   Options options;

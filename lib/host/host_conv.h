@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "algos/algo.h"
+#include "core/support.h"
 
 #include "fftconv/options.hpp"
 

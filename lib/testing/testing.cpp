@@ -462,7 +462,7 @@ bool axis_reads_data(std::int64_t in, std::int64_t pad, std::int64_t k, std::int
 }
 }  // namespace
 
-std::vector<std::int64_t> fft_size_candidates(const ConvDesc& d, bool height) {
+std::vector<std::int64_t> fft_sweep_sizes_along(const ConvDesc& d, bool height) {
   return detail::fft_size_candidates(height ? detail::min_fft_h(d) : detail::min_fft_w(d));
 }
 

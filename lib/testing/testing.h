@@ -84,7 +84,7 @@ std::vector<DType> parse_dtype_list(const std::string& list);
 
 /// The planner's candidate FFT sizes along one axis (height or width) of a full-image plan,
 /// smallest first, from the exact circular period up: what `fftconv-bench --fft all` sweeps.
-std::vector<std::int64_t> fft_size_candidates(const ConvDesc& d, bool height);
+std::vector<std::int64_t> fft_sweep_sizes_along(const ConvDesc& d, bool height);
 
 /// True when at least one output element reads an input element (not only padding).
 bool output_reads_data(const ConvDesc& d);
