@@ -38,7 +38,8 @@
 # compare step checks against; default data/results/h200/gbench-<pass>.json, for fwd the
 # driver's suite-forward.json while no Google Benchmark run is recorded),
 # CMAKE_CUDA_ARCHITECTURES (default 90), FFTCONV_STB_INCLUDE_DIR (stb headers, where libstb-dev
-# is not installed).
+# is not installed), FFTCONV_DEB_DIR (default .deb: Debian packages from scripts/fetch_debs.sh,
+# unpacked with dpkg -x for the build where the machine lacks them: CLI11 and nlohmann-json).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -97,6 +98,15 @@ limited() {
   if [ -n "${!var:-}" ]; then timeout "${!var}" "$@"; else "$@"; fi
 }
 
+
+# Header-only build dependencies the GPU machine lacks travel as .deb files (no network there).
+DEB_DIR=${FFTCONV_DEB_DIR:-.deb}
+if compgen -G "$DEB_DIR/*.deb" >/dev/null; then
+  DEPS="$PWD/$BUILD-deps"
+  mkdir -p "$DEPS"
+  for deb in "$DEB_DIR"/*.deb; do dpkg -x "$deb" "$DEPS"; done
+  export CMAKE_PREFIX_PATH="$DEPS/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+fi
 
 if step build; then
   if ! { cmake -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
