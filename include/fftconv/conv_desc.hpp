@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include "fftconv/export.h"
 
 #include "fftconv/status.hpp"
 
@@ -16,16 +17,16 @@ enum class DType : int {
 };
 
 /// "f32", "f16", "bf16".
-const char* dtype_name(DType t) noexcept;
+FFTCONV_API const char* dtype_name(DType t) noexcept;
 /// Parses "f32" / "f16" / "bf16"; throws Error(kUnsupportedDtype) otherwise.
-DType parse_dtype(const std::string& name);
+FFTCONV_API DType parse_dtype(const std::string& name);
 /// Bytes per element; 0 for an unknown value.
-std::size_t dtype_size(DType t) noexcept;
+FFTCONV_API std::size_t dtype_size(DType t) noexcept;
 
 /// A 2D convolution in the semantics of torch.nn.functional.conv2d:
 ///   y[n,k,p,q] = bias[k] + sum_{c in group(k), r, s} x[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * w[k, c', r, s]
 /// x is NCHW, w is KCRS with C/groups input channels per filter, y is NKHoWo, bias has K entries.
-struct ConvDesc {
+struct FFTCONV_API ConvDesc {
   std::int64_t n = 1, c = 1, h = 1, w = 1;  ///< input batch, channels, height, width
   std::int64_t k = 1, r = 1, s = 1;         ///< output channels, kernel height, kernel width
   std::int64_t pad_h = 0, pad_w = 0;        ///< zero padding on each side

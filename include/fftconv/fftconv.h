@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "fftconv/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -95,56 +97,56 @@ typedef struct fftconv_options {
 typedef struct fftconv_plan* fftconv_plan_t;
 
 /* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32. */
-fftconv_conv_desc_t fftconv_conv_desc_default(void);
+FFTCONV_API fftconv_conv_desc_t fftconv_conv_desc_default(void);
 /* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype, GPU backend,
    heuristic tuning, nothing forced (the strings NULL, the FFT size 0 x 0). The strings are copied
    by fftconv_plan_create. */
-fftconv_options_t fftconv_options_default(void);
+FFTCONV_API fftconv_options_t fftconv_options_default(void);
 
 /* Checks a descriptor without touching the GPU. */
-fftconv_status_t fftconv_conv_desc_validate(const fftconv_conv_desc_t* desc);
+FFTCONV_API fftconv_status_t fftconv_conv_desc_validate(const fftconv_conv_desc_t* desc);
 /* Writes the canonical string (NUL-terminated, truncated to buf_len); *needed gets its length + 1.
  */
-fftconv_status_t fftconv_conv_desc_to_string(const fftconv_conv_desc_t* desc, char* buf,
+FFTCONV_API fftconv_status_t fftconv_conv_desc_to_string(const fftconv_conv_desc_t* desc, char* buf,
                                              size_t buf_len, size_t* needed);
 
 /* options may be NULL (defaults). On failure *plan is set to NULL. */
-fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_desc_t* desc,
+FFTCONV_API fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_desc_t* desc,
                                      const fftconv_options_t* options);
 /* Accepts NULL. */
-fftconv_status_t fftconv_plan_destroy(fftconv_plan_t plan);
-fftconv_status_t fftconv_plan_workspace_size(fftconv_plan_t plan, size_t* bytes);
+FFTCONV_API fftconv_status_t fftconv_plan_destroy(fftconv_plan_t plan);
+FFTCONV_API fftconv_status_t fftconv_plan_workspace_size(fftconv_plan_t plan, size_t* bytes);
 /* The plan's one-line description (valid until the plan is destroyed). */
-const char* fftconv_plan_describe(fftconv_plan_t plan);
-fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
+FFTCONV_API const char* fftconv_plan_describe(fftconv_plan_t plan);
+FFTCONV_API fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
                                  const void* bias, void* y, void* workspace, size_t workspace_bytes,
                                  cudaStream_t stream);
 
 /* Backward passes of plans built with options.pass set accordingly; see
    fftconv::Plan::backward_data and backward_filter (dw = alpha * dL/dw + beta * dw). */
-fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w, void* dx,
+FFTCONV_API fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w, void* dx,
                                        void* workspace, size_t workspace_bytes,
                                        cudaStream_t stream);
-fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, const void* dy,
+FFTCONV_API fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, const void* dy,
                                          void* dw, void* workspace, size_t workspace_bytes,
                                          cudaStream_t stream, float alpha, float beta);
 
 /* Keeps the filter (its spectrum for the FFT paths) in memory the plan owns; afterwards w may be
    NULL in fftconv_forward (and fftconv_backward_data). See fftconv::Plan::set_filter. */
-fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream);
-fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan);
+FFTCONV_API fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream);
+FFTCONV_API fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan);
 
 /* Stable name ("bad_shape") and one-line description of a status. */
-const char* fftconv_status_name(fftconv_status_t status);
-const char* fftconv_status_string(fftconv_status_t status);
+FFTCONV_API const char* fftconv_status_name(fftconv_status_t status);
+FFTCONV_API const char* fftconv_status_string(fftconv_status_t status);
 /* Message of the last failed call on this thread ("" when none). */
-const char* fftconv_last_error_message(void);
+FFTCONV_API const char* fftconv_last_error_message(void);
 
 /* Logging (see fftconv/log.hpp): levels 0 off, 1 error, 2 warning, 3 info, 4 debug. The callback
    receives each message at or above the level; NULL restores the default sink (stderr). */
 typedef void (*fftconv_log_callback_t)(int level, const char* message, void* user_data);
-void fftconv_set_log_callback(fftconv_log_callback_t callback, void* user_data);
-void fftconv_set_log_level(int level);
+FFTCONV_API void fftconv_set_log_callback(fftconv_log_callback_t callback, void* user_data);
+FFTCONV_API void fftconv_set_log_level(int level);
 
 #ifdef __cplusplus
 }

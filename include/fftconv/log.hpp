@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include "fftconv/export.h"
 
 namespace fftconv {
 
@@ -17,19 +18,19 @@ enum class LogLevel : int {
 };
 
 /// "off", "error", "warning", "info", "debug".
-const char* log_level_name(LogLevel level) noexcept;
+FFTCONV_API const char* log_level_name(LogLevel level) noexcept;
 /// Parses a level name; throws Error(kInvalidArgument) otherwise.
-LogLevel parse_log_level(const std::string& name);
+FFTCONV_API LogLevel parse_log_level(const std::string& name);
 
 /// Receives each message at or above the current level. Called from the thread that logs,
 /// possibly from several threads at once; must not call back into the library.
 using LogCallback = void (*)(LogLevel level, const char* message, void* user_data);
 
 /// Replaces the sink (nullptr: the default stderr sink). Thread-safe.
-void set_log_callback(LogCallback callback, void* user_data = nullptr) noexcept;
+FFTCONV_API void set_log_callback(LogCallback callback, void* user_data = nullptr) noexcept;
 /// Sets the level, overriding $FFTCONV_LOG_LEVEL. Thread-safe.
-void set_log_level(LogLevel level) noexcept;
+FFTCONV_API void set_log_level(LogLevel level) noexcept;
 /// The current level ($FFTCONV_LOG_LEVEL, read once, until set_log_level()).
-LogLevel log_level() noexcept;
+FFTCONV_API LogLevel log_level() noexcept;
 
 }  // namespace fftconv

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "fftconv/export.h"
 
 #include "fftconv/conv_desc.hpp"
 
@@ -20,9 +21,9 @@ enum class Algo : int {
 };
 
 /// "auto", "fft", "cudnn", "fft_tiled".
-const char* algo_name(Algo a) noexcept;
+FFTCONV_API const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
-Algo parse_algo(const std::string& name);
+FFTCONV_API Algo parse_algo(const std::string& name);
 
 /// Which pass of a convolution a plan computes. Each pass has its own algorithm choice and
 /// workspace (as in cuDNN); build one plan per pass.
@@ -33,9 +34,9 @@ enum class Pass : int {
 };
 
 /// "fwd", "dgrad", "wgrad".
-const char* pass_name(Pass p) noexcept;
+FFTCONV_API const char* pass_name(Pass p) noexcept;
 /// Parses a pass name; throws Error(kInvalidArgument) otherwise.
-Pass parse_pass(const std::string& name);
+FFTCONV_API Pass parse_pass(const std::string& name);
 
 /// Where a plan runs.
 enum class Backend : int {
@@ -45,9 +46,9 @@ enum class Backend : int {
 };
 
 /// "gpu", "cpu", "auto".
-const char* backend_name(Backend b) noexcept;
+FFTCONV_API const char* backend_name(Backend b) noexcept;
 /// Parses a backend name; throws Error(kInvalidArgument) otherwise.
-Backend parse_backend(const std::string& name);
+FFTCONV_API Backend parse_backend(const std::string& name);
 
 /// How the cuDNN path picks its algorithm at plan time.
 enum class CudnnSearch : int {
@@ -57,9 +58,9 @@ enum class CudnnSearch : int {
 };
 
 /// "find", "heuristic".
-const char* cudnn_search_name(CudnnSearch s) noexcept;
+FFTCONV_API const char* cudnn_search_name(CudnnSearch s) noexcept;
 /// Parses a cuDNN search name; throws Error(kInvalidArgument) otherwise.
-CudnnSearch parse_cudnn_search(const std::string& name);
+FFTCONV_API CudnnSearch parse_cudnn_search(const std::string& name);
 
 /// How the FFT path picks its per-frequency GEMM tiling.
 enum class Tuning : int {
@@ -69,9 +70,9 @@ enum class Tuning : int {
 };
 
 /// "heuristic", "autotune", "exhaustive".
-const char* tuning_name(Tuning t) noexcept;
+FFTCONV_API const char* tuning_name(Tuning t) noexcept;
 /// Parses a tuning name; throws Error(kInvalidArgument) otherwise.
-Tuning parse_tuning(const std::string& name);
+FFTCONV_API Tuning parse_tuning(const std::string& name);
 
 /// Planning options.
 struct Options {
@@ -115,11 +116,11 @@ struct StageTime {
 
 /// Names of the per-frequency GEMM paths the FFT path can use: own tilings first, then the
 /// cuBLAS comparison paths.
-std::vector<std::string> gemm_kernel_names();
+FFTCONV_API std::vector<std::string> gemm_kernel_names();
 
 /// cuDNN's algorithms for a pass, by name ("IMPLICIT_PRECOMP_GEMM", "FFT_TILING", "ALGO_1", ...);
 /// empty when the library was built without cuDNN.
-std::vector<std::string> cudnn_algo_names(Pass pass);
+FFTCONV_API std::vector<std::string> cudnn_algo_names(Pass pass);
 
 /// One entry of the implementation list as a plan saw it (PlanInfo::candidates).
 struct AlgoCandidate {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "fftconv/export.h"
 
 #include <cuda_runtime_api.h>
 
@@ -27,7 +28,7 @@ namespace fftconv {
 /// kept filter (set_filter / clear_filter) changes. Several threads may call forward() on one plan
 /// at once: host-side enqueueing is serialised inside, and each call must have its own workspace
 /// while calls overlap on the device.
-class Plan {
+class FFTCONV_API Plan {
  public:
   /// Validates the descriptor and builds the plan; throws Error with the reason on failure.
   explicit Plan(const ConvDesc& desc, const Options& options = Options{});

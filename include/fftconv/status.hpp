@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include "fftconv/export.h"
 
 namespace fftconv {
 
@@ -43,13 +44,13 @@ enum class Status : int {
 };
 
 /// Stable lower-case name of a status, e.g. "bad_shape".
-const char* status_name(Status s) noexcept;
+FFTCONV_API const char* status_name(Status s) noexcept;
 
 /// One-line description of a status.
-const char* status_string(Status s) noexcept;
+FFTCONV_API const char* status_string(Status s) noexcept;
 
 /// Exception thrown by every C++ API entry point; carries the status and a message a user can act on.
-class Error : public std::runtime_error {
+class FFTCONV_API Error : public std::runtime_error {
  public:
   Error(Status status, const std::string& message);
   Status status() const noexcept { return status_; }
