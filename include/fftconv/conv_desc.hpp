@@ -24,7 +24,8 @@ FFTCONV_API DType parse_dtype(const std::string& name);
 FFTCONV_API std::size_t dtype_size(DType t) noexcept;
 
 /// A 2D convolution in the semantics of torch.nn.functional.conv2d:
-///   y[n,k,p,q] = bias[k] + sum_{c in group(k), r, s} x[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * w[k, c', r, s]
+///   y[n,k,p,q] = bias[k] + sum_{c in group(k), r, s} x[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] *
+///   w[k, c', r, s]
 /// x is NCHW, w is KCRS with C/groups input channels per filter, y is NKHoWo, bias has K entries.
 struct FFTCONV_API ConvDesc {
   std::int64_t n = 1, c = 1, h = 1, w = 1;  ///< input batch, channels, height, width

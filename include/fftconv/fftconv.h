@@ -87,11 +87,12 @@ typedef struct fftconv_options {
   int dw_fp32;               /* backward filter with fp16/bf16 data: write dw in fp32 */
   fftconv_backend_t backend; /* where the plan runs */
   fftconv_tuning_t tuning;   /* how the FFT path picks its GEMM tiling (and FFT size) */
-  const char* tuning_cache;  /* JSON tuning cache for autotune/exhaustive; NULL: $FFTCONV_TUNING_CACHE */
-  int64_t fft_h, fft_w;      /* FFT paths: forced FFT (or tile) size; 0, 0: chosen */
-  const char* gemm_kernel;   /* FFT path: forced GEMM tiling by name; NULL: chosen */
-  const char* cudnn_algo;    /* cuDNN path: forced algorithm by name; NULL: searched */
-  int cudnn_search;          /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice */
+  const char*
+      tuning_cache;     /* JSON tuning cache for autotune/exhaustive; NULL: $FFTCONV_TUNING_CACHE */
+  int64_t fft_h, fft_w; /* FFT paths: forced FFT (or tile) size; 0, 0: chosen */
+  const char* gemm_kernel; /* FFT path: forced GEMM tiling by name; NULL: chosen */
+  const char* cudnn_algo;  /* cuDNN path: forced algorithm by name; NULL: searched */
+  int cudnn_search;        /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;
@@ -108,32 +109,35 @@ FFTCONV_API fftconv_status_t fftconv_conv_desc_validate(const fftconv_conv_desc_
 /* Writes the canonical string (NUL-terminated, truncated to buf_len); *needed gets its length + 1.
  */
 FFTCONV_API fftconv_status_t fftconv_conv_desc_to_string(const fftconv_conv_desc_t* desc, char* buf,
-                                             size_t buf_len, size_t* needed);
+                                                         size_t buf_len, size_t* needed);
 
 /* options may be NULL (defaults). On failure *plan is set to NULL. */
-FFTCONV_API fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_desc_t* desc,
-                                     const fftconv_options_t* options);
+FFTCONV_API fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan,
+                                                 const fftconv_conv_desc_t* desc,
+                                                 const fftconv_options_t* options);
 /* Accepts NULL. */
 FFTCONV_API fftconv_status_t fftconv_plan_destroy(fftconv_plan_t plan);
 FFTCONV_API fftconv_status_t fftconv_plan_workspace_size(fftconv_plan_t plan, size_t* bytes);
 /* The plan's one-line description (valid until the plan is destroyed). */
 FFTCONV_API const char* fftconv_plan_describe(fftconv_plan_t plan);
 FFTCONV_API fftconv_status_t fftconv_forward(fftconv_plan_t plan, const void* x, const void* w,
-                                 const void* bias, void* y, void* workspace, size_t workspace_bytes,
-                                 cudaStream_t stream);
+                                             const void* bias, void* y, void* workspace,
+                                             size_t workspace_bytes, cudaStream_t stream);
 
 /* Backward passes of plans built with options.pass set accordingly; see
    fftconv::Plan::backward_data and backward_filter (dw = alpha * dL/dw + beta * dw). */
-FFTCONV_API fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy, const void* w, void* dx,
-                                       void* workspace, size_t workspace_bytes,
-                                       cudaStream_t stream);
-FFTCONV_API fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x, const void* dy,
-                                         void* dw, void* workspace, size_t workspace_bytes,
-                                         cudaStream_t stream, float alpha, float beta);
+FFTCONV_API fftconv_status_t fftconv_backward_data(fftconv_plan_t plan, const void* dy,
+                                                   const void* w, void* dx, void* workspace,
+                                                   size_t workspace_bytes, cudaStream_t stream);
+FFTCONV_API fftconv_status_t fftconv_backward_filter(fftconv_plan_t plan, const void* x,
+                                                     const void* dy, void* dw, void* workspace,
+                                                     size_t workspace_bytes, cudaStream_t stream,
+                                                     float alpha, float beta);
 
 /* Keeps the filter (its spectrum for the FFT paths) in memory the plan owns; afterwards w may be
    NULL in fftconv_forward (and fftconv_backward_data). See fftconv::Plan::set_filter. */
-FFTCONV_API fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w, cudaStream_t stream);
+FFTCONV_API fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const void* w,
+                                                     cudaStream_t stream);
 FFTCONV_API fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan);
 
 /* Stable name ("bad_shape") and one-line description of a status. */

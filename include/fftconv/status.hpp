@@ -49,7 +49,8 @@ FFTCONV_API const char* status_name(Status s) noexcept;
 /// One-line description of a status.
 FFTCONV_API const char* status_string(Status s) noexcept;
 
-/// Exception thrown by every C++ API entry point; carries the status and a message a user can act on.
+/// Exception thrown by every C++ API entry point; carries the status and a message a user can act
+/// on.
 class FFTCONV_API Error : public std::runtime_error {
  public:
   Error(Status status, const std::string& message);
