@@ -3,8 +3,8 @@
 A library that carries its own C++ runtime and exports it crashed there (two libstdc++ copies
 sharing locale ids: ConvDesc::to_string segfaulted with torch imported first, free() aborted
 with the library loaded first). Each order runs in a child process, which builds a canonical
-descriptor string through the C API and, where there is a GPU, runs a forward pass on torch's
-tensors and stream and compares it with F.conv2d in float64. Skips without PyTorch or without the
+descriptor string through the C API and, where there is a GPU, runs a forward pass (the FFT
+path, on cuFFT) on torch's tensors and stream and compares it with F.conv2d in float64. Skips without PyTorch or without the
 built library ($FFTCONV_LIBRARY, default build/lib/libfftconv.so).
 """
 import os
@@ -36,7 +36,7 @@ CHILD = textwrap.dedent(r"""
     lib.fftconv_last_error_message.restype = ctypes.c_char_p
     lib.fftconv_plan_describe.restype = ctypes.c_char_p
     d = lib.fftconv_conv_desc_default()
-    d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.pad_h, d.pad_w = 4, 3, 40, 37, 5, 9, 7, 4, 3
+    d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.pad_h, d.pad_w = 4, 3, 64, 61, 5, 31, 29, 15, 14
     assert lib.fftconv_conv_desc_validate(ctypes.byref(d)) == 0
     buf, needed = ctypes.create_string_buffer(256), ctypes.c_size_t()
     assert lib.fftconv_conv_desc_to_string(ctypes.byref(d), buf, 256, ctypes.byref(needed)) == 0
@@ -45,14 +45,17 @@ CHILD = textwrap.dedent(r"""
         plan = ctypes.c_void_p()
         st = lib.fftconv_plan_create(ctypes.byref(plan), ctypes.byref(d), None)
         assert st == 0, lib.fftconv_last_error_message()
-        print(lib.fftconv_plan_describe(plan).decode())
+        described = lib.fftconv_plan_describe(plan).decode()
+        print(described)
+        # The FFT path: cuFFT bound inside torch's process, not only cuDNN.
+        assert " algo=fft " in described, described
         ws = ctypes.c_size_t()
         assert lib.fftconv_plan_workspace_size(plan, ctypes.byref(ws)) == 0
         g = torch.Generator(device="cuda").manual_seed(7)
-        x = torch.randn(4, 3, 40, 37, device="cuda", generator=g)
-        w = torch.randn(5, 3, 9, 7, device="cuda", generator=g)
+        x = torch.randn(4, 3, 64, 61, device="cuda", generator=g)
+        w = torch.randn(5, 3, 31, 29, device="cuda", generator=g)
         b = torch.randn(5, device="cuda", generator=g)
-        y = torch.full((4, 5, 40, 37), float("nan"), device="cuda")
+        y = torch.full((4, 5, 64, 61), float("nan"), device="cuda")
         work = torch.empty(max(ws.value, 1), dtype=torch.uint8, device="cuda")
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         p = lambda t: ctypes.c_void_p(t.data_ptr())
@@ -60,7 +63,7 @@ CHILD = textwrap.dedent(r"""
                                  stream)
         assert st == 0, lib.fftconv_last_error_message()
         torch.cuda.synchronize()
-        ref = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), padding=(4, 3))
+        ref = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), padding=(15, 14))
         err = ((y.double() - ref).norm() / ref.norm()).item()
         print("rel_l2", err)
         assert err <= 1e-5, err
@@ -84,7 +87,7 @@ class LibraryInTorchProcess(unittest.TestCase):
         r = subprocess.run([sys.executable, "-c", CHILD, order, LIBRARY], capture_output=True,
                            text=True, timeout=300)
         self.assertEqual(r.returncode, 0, f"{order}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
-        self.assertIn("n4c3h40w37k5r9s7p4x3u1x1d1x1g1f32", r.stdout)
+        self.assertIn("n4c3h64w61k5r31s29p15x14u1x1d1x1g1f32", r.stdout)
         self.assertIn("ok " + order, r.stdout)
         print(r.stdout, end="")
 
