@@ -214,6 +214,10 @@ int parse_args(int argc, char** argv, Config& c) {
       ->group(kRun);
   bool no_cudnn = false;
   app.add_flag("--no-cudnn", no_cudnn, "skip the cuDNN baselines")->group(kRun);
+  bool no_pointer_check = false;
+  app.add_flag("--no-pointer-check", no_pointer_check,
+               "plans without Options::check_pointers (to measure what the check costs)")
+      ->group(kRun);
 
   // ---- the engine ----
   const char* const kEngine = "Engine";
@@ -267,6 +271,7 @@ int parse_args(int argc, char** argv, Config& c) {
     return usage_error(e.what());
   }
   c.cudnn = !no_cudnn;
+  c.check_pointers = !no_pointer_check;
   for (const CLI::Option* o : shape_flags) {
     if (o->count() > 0) {
       c.single.push_back({name, d});
@@ -297,6 +302,7 @@ fftconv::Options engine_options(const Config& cfg, Pass pass) {
   if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
   engine.fft_h = cfg.fft_h;
   engine.fft_w = cfg.fft_w;
+  engine.check_pointers = cfg.check_pointers;
   return engine;
 }
 

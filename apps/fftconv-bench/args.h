@@ -16,6 +16,7 @@ struct Config {
   std::vector<fftconv::testing::ShapeRow> single;  // --desc and the shape flags
   bool verify = false;
   bool cudnn = true;
+  bool check_pointers = true;  ///< Options::check_pointers of the engine's plans
   std::string json_path;
   std::string filter;
   int iters = 20;

@@ -85,6 +85,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     r.gemm_min_bytes = t.info.gemm_min_bytes;
     r.engine_ms = t.ms;
     r.plan_ms = t.plan_ms;
+    r.host_us = t.host_us;
     r.algo = fftconv::algo_name(t.info.algo);
     r.fft_h = t.info.fft_h;
     r.fft_w = t.info.fft_w;

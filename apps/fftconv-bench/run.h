@@ -24,6 +24,7 @@ struct Row {
   std::string pass = "fwd";  // fwd, dgrad or wgrad
   bool verified = false, ok = true;
   double engine_ms = NAN, plan_ms = NAN, fft_ms = NAN;
+  double host_us = NAN;  ///< enqueue time of one call (timing.h, Timed::host_us)
   double cudnn_ms = NAN, cudnn_tf32_ms = NAN, speedup = NAN;
   std::string cudnn_algo, cudnn_tf32_algo;
   double rel_err = NAN, max_err = NAN;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace bench {
 namespace {
@@ -19,6 +20,25 @@ namespace ft = fftconv::testing;
 // Inputs smaller than this are rotated among several copies so timings do not measure L2 (50 MB).
 constexpr std::size_t kL2Bytes = 50u << 20;
 constexpr int kMaxRotations = 32;
+// Host time: 20 batches of 50 calls (1000 in all). A batch stays well inside the launch queue
+// (a call is at most a handful of launches), so the host never waits for the device in it.
+constexpr int kHostBatch = 50;
+constexpr int kHostBatches = 20;
+
+// Median host time of enqueueing one call of `run`, in microseconds.
+double host_us_per_call(const std::function<void(int)>& run, cudaStream_t stream) {
+  std::vector<float> us;
+  for (int b = 0; b < kHostBatches; ++b) {
+    ft::cuda_check(cudaStreamSynchronize(stream), "sync");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kHostBatch; ++i) run(b * kHostBatch + i);
+    const auto t1 = std::chrono::steady_clock::now();
+    us.push_back(
+        static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() / kHostBatch));
+  }
+  ft::cuda_check(cudaStreamSynchronize(stream), "sync");
+  return ft::median_of(std::move(us));
+}
 
 ft::DeviceBuffer upload(const std::vector<unsigned char>& bytes) {
   ft::DeviceBuffer b(bytes.size());
@@ -103,6 +123,9 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
     t.ms = cfg.graph
                ? ft::graph_median_ms(run, in.copies, stream, cfg.warmup, cfg.iters)
                : ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup, cfg.iters);
+    if (o.backend != fftconv::Backend::kCpu) {
+      t.host_us = host_us_per_call([&](int i) { run(i % in.copies); }, stream);
+    }
   }
   if (stages && o.pass == Pass::kForward) {
     t.stages = plan.profile_forward(in.x[0].get(), kept ? nullptr : in.w[0].get(), in.bias.get(),

@@ -34,6 +34,9 @@ Inputs make_inputs(const fftconv::ConvDesc& d, fftconv::Pass pass, std::uint64_t
 /// What time_plan() measured and what the plan chose.
 struct Timed {
   double ms = NAN, plan_ms = NAN;
+  /// Host time of enqueueing one call, without synchronising: the median over batches of
+  /// kHostBatch calls (kHostBatches batches, the device drained between them) of batch time / calls.
+  double host_us = NAN;
   fftconv::PlanInfo info;
   std::string describe;
   std::vector<fftconv::StageTime> stages;

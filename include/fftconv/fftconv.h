@@ -93,6 +93,7 @@ typedef struct fftconv_options {
   const char* gemm_kernel; /* FFT path: forced GEMM tiling by name; NULL: chosen */
   const char* cudnn_algo;  /* cuDNN path: forced algorithm by name; NULL: searched */
   int cudnn_search;        /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice */
+  int check_pointers;      /* GPU plans: reject pointers that are not device memory (default 1) */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;

@@ -103,6 +103,11 @@ struct Options {
   /// of the problem, for kFftTiled the tile's FFT size (at least the dilated kernel);
   /// 0 x 0: chosen by the cost model (and the tuning mode).
   std::int64_t fft_h = 0, fft_w = 0;
+  /// GPU plans: check at every call that each pointer is device (or managed) memory of the
+  /// plan's device (cudaPointerGetAttributes), so a host buffer is rejected with
+  /// Status::kInvalidArgument instead of faulting on the device, which would end the process's
+  /// CUDA context. Off saves that query per pointer.
+  bool check_pointers = true;
   /// Persistent tuning cache (JSON) used by kAutotune / kExhaustive: a hit skips the timing, a
   /// miss stores the winner. Empty: the file named by $FFTCONV_TUNING_CACHE, or no cache.
   std::string tuning_cache;

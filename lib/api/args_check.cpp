@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <cuda_runtime_api.h>
+
 namespace fftconv::detail {
 
 namespace {
@@ -25,10 +27,36 @@ struct TensorArg {
   }
 };
 
-// Checks shared by every pass, after the null checks: alignment, workspace, overlaps.
+}  // namespace
+
+std::string pointer_problem(const void* ptr, int device) {
+  cudaPointerAttributes a{};
+  const cudaError_t err = cudaPointerGetAttributes(&a, ptr);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky: the query failed, the context is fine
+    return std::string("cannot be queried (") + cudaGetErrorString(err) + ")";
+  }
+  switch (a.type) {
+    case cudaMemoryTypeDevice:
+      if (a.device == device) return "";
+      return "is memory of device " + std::to_string(a.device) + ", the plan runs on device " +
+             std::to_string(device);
+    case cudaMemoryTypeManaged:
+      return "";
+    case cudaMemoryTypeHost:
+      return "is pinned host memory, not device memory of device " + std::to_string(device);
+    default:
+      return "is host memory, not device memory of device " + std::to_string(device);
+  }
+}
+
+namespace {
+
+// Checks shared by every pass, after the null checks: alignment, workspace, overlaps, and (with
+// a device) where each pointer's memory lives.
 Status check_tensors(const ConvDesc& d, const TensorArg* inputs, int count, const TensorArg& out,
                      const void* workspace, std::size_t workspace_bytes,
-                     std::size_t workspace_needed, std::string* message) {
+                     std::size_t workspace_needed, std::string* message, int device) {
   auto fail = [&](Status st, const std::string& why) {
     if (message) *message = why + " [" + d.to_string() + "]";
     return st;
@@ -66,6 +94,18 @@ Status check_tensors(const ConvDesc& d, const TensorArg* inputs, int count, cons
       }
     }
   }
+  if (device != kNoPointerCheck) {
+    for (int i = 0; i <= count; ++i) {
+      const TensorArg& t = i < count ? inputs[i] : out;
+      if (!t.ptr) continue;
+      const std::string why = pointer_problem(t.ptr, device);
+      if (!why.empty()) return fail(Status::kInvalidArgument, std::string(t.name) + " " + why);
+    }
+    if (workspace) {
+      const std::string why = pointer_problem(workspace, device);
+      if (!why.empty()) return fail(Status::kInvalidArgument, "workspace " + why);
+    }
+  }
   if (message) message->clear();
   return Status::kSuccess;
 }
@@ -79,7 +119,8 @@ Status fail_null(const ConvDesc& d, const std::string& why, std::string* message
 
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, bool filter_kept, std::string* message) {
+                          std::size_t workspace_needed, bool filter_kept, std::string* message,
+                          int device) {
   if (!x) return fail_null(d, "x is null", message);
   if (!w && !filter_kept) {
     return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
@@ -89,13 +130,13 @@ Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const
   const TensorArg in[] = {
       {"x", x, d.x_elems(), es}, {"w", w, d.w_elems(), es}, {"bias", bias, d.k, es}};
   return check_tensors(d, in, 3, TensorArg{"y", y, d.y_elems(), es}, workspace, workspace_bytes,
-                       workspace_needed, message);
+                       workspace_needed, message, device);
 }
 
 Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w, const void* dx,
                                 const void* workspace, std::size_t workspace_bytes,
                                 std::size_t workspace_needed, bool filter_kept,
-                                std::string* message) {
+                                std::string* message, int device) {
   if (!dy) return fail_null(d, "dy is null", message);
   if (!w && !filter_kept) {
     return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
@@ -104,13 +145,13 @@ Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w
   const std::size_t es = dtype_size(d.dtype);
   const TensorArg in[] = {{"dy", dy, d.y_elems(), es}, {"w", w, d.w_elems(), es}};
   return check_tensors(d, in, 2, TensorArg{"dx", dx, d.x_elems(), es}, workspace, workspace_bytes,
-                       workspace_needed, message);
+                       workspace_needed, message, device);
 }
 
 Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* dy, const void* dw,
                                   DType dw_dtype, float alpha, float beta, const void* workspace,
                                   std::size_t workspace_bytes, std::size_t workspace_needed,
-                                  std::string* message) {
+                                  std::string* message, int device) {
   if (!x) return fail_null(d, "x is null", message);
   if (!dy) return fail_null(d, "dy is null", message);
   if (!dw) return fail_null(d, "dw is null", message);
@@ -121,7 +162,7 @@ Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* 
   const std::size_t es = dtype_size(d.dtype);
   const TensorArg in[] = {{"x", x, d.x_elems(), es}, {"dy", dy, d.y_elems(), es}};
   return check_tensors(d, in, 2, TensorArg{"dw", dw, d.w_elems(), dtype_size(dw_dtype)}, workspace,
-                       workspace_bytes, workspace_needed, message);
+                       workspace_bytes, workspace_needed, message, device);
 }
 
 }  // namespace fftconv::detail

@@ -11,25 +11,35 @@ namespace fftconv::detail {
 /// Alignment forward() requires of the workspace pointer.
 constexpr std::size_t kWorkspaceAlignment = 256;
 
+/// `device` argument of the checks below: pointers are not asked where their memory lives (host
+/// plans; callers that checked already).
+constexpr int kNoPointerCheck = -1;
+
+/// Why `ptr` is not memory a kernel on `device` may use ("is host memory, not device memory of
+/// device 0"), or "" when it is device or managed memory of that device.
+std::string pointer_problem(const void* ptr, int device);
+
 /// Status::kSuccess, or the first problem with forward()'s pointers and workspace; `message`
 /// names the argument. Tensors must be non-null, aligned to their element size and must not
 /// overlap y (nor the workspace); the workspace must hold `workspace_needed` bytes.
-/// w may be null when `filter_kept`.
+/// w may be null when `filter_kept`. With `device` >= 0, every pointer must also be device (or
+/// managed) memory of that device, asked through cudaPointerGetAttributes: a host buffer given
+/// to a GPU plan would otherwise fault on the device and end the process's CUDA context.
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, bool filter_kept, std::string* message);
+                          std::size_t workspace_needed, bool filter_kept, std::string* message, int device = kNoPointerCheck);
 
 /// Same checks for backward_data(): dy and w (null when `filter_kept`) in, dx out.
 Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w, const void* dx,
                                 const void* workspace, std::size_t workspace_bytes,
                                 std::size_t workspace_needed, bool filter_kept,
-                                std::string* message);
+                                std::string* message, int device = kNoPointerCheck);
 
 /// Same checks for backward_filter(): x and dy in, dw out (elements of `dw_dtype`); alpha and
 /// beta must be finite.
 Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* dy, const void* dw,
                                   DType dw_dtype, float alpha, float beta, const void* workspace,
                                   std::size_t workspace_bytes, std::size_t workspace_needed,
-                                  std::string* message);
+                                  std::string* message, int device = kNoPointerCheck);
 
 }  // namespace fftconv::detail

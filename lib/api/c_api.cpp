@@ -101,6 +101,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.gemm_kernel = nullptr;
   o.cudnn_algo = nullptr;
   o.cudnn_search = 0;
+  o.check_pointers = 1;
   return o;
 }
 
@@ -144,6 +145,7 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       if (options->gemm_kernel) o.gemm_kernel = options->gemm_kernel;
       if (options->cudnn_algo) o.cudnn_algo = options->cudnn_algo;
       o.cudnn_search = static_cast<fftconv::CudnnSearch>(options->cudnn_search);
+      o.check_pointers = options->check_pointers != 0;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

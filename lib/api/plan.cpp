@@ -26,6 +26,8 @@ struct Plan::Impl {
   Options options;
   PlanInfo info;
   std::unique_ptr<detail::ConvAlgo> algo;
+  // The device whose memory every pointer argument must be (kNoPointerCheck: not asked).
+  int pointer_device = detail::kNoPointerCheck;
   std::mutex enqueue_mutex;
 };
 
@@ -72,6 +74,9 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
   impl_->desc = desc;
   impl_->options = options;
   impl_->algo = detail::build_algorithm(desc, options, &impl_->info);
+  if (impl_->info.backend == Backend::kGpu && options.check_pointers) {
+    FFTCONV_CUDA_CHECK(cudaGetDevice(&impl_->pointer_device));
+  }
 }
 
 Plan::~Plan() = default;
@@ -121,10 +126,11 @@ void Plan::forward(const void* x, const void* w, const void* bias, void* y, void
                    std::size_t workspace_bytes, cudaStream_t stream) const {
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
   const ConvDesc& d = impl_->desc;
+  const int dev = impl_->pointer_device;
   run_checked(impl_->enqueue_mutex, *impl_->algo, {x, w, nullptr, bias, y, workspace}, stream,
               [&](const detail::ConvAlgo& a, std::string* why) {
                 return detail::check_forward_args(d, x, w, bias, y, workspace, workspace_bytes,
-                                                  a.workspace_size(), a.has_filter(), why);
+                                                  a.workspace_size(), a.has_filter(), why, dev);
               });
 }
 
@@ -135,7 +141,8 @@ void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspac
   run_checked(impl_->enqueue_mutex, *impl_->algo, {nullptr, w, dy, nullptr, dx, workspace}, stream,
               [&](const detail::ConvAlgo& a, std::string* why) {
                 return detail::check_backward_data_args(d, dy, w, dx, workspace, workspace_bytes,
-                                                        a.workspace_size(), a.has_filter(), why);
+                                                        a.workspace_size(), a.has_filter(), why,
+                                                        impl_->pointer_device);
               });
 }
 
@@ -149,7 +156,8 @@ void Plan::backward_filter(const void* x, const void* dy, void* dw, void* worksp
       impl_->enqueue_mutex, *impl_->algo, {x, nullptr, dy, nullptr, dw, workspace, alpha, beta},
       stream, [&](const detail::ConvAlgo& a, std::string* why) {
         return detail::check_backward_filter_args(d, x, dy, dw, dw_dtype, alpha, beta, workspace,
-                                                  workspace_bytes, a.workspace_size(), why);
+                                                  workspace_bytes, a.workspace_size(), why,
+                                                  impl_->pointer_device);
       });
 }
 
@@ -163,6 +171,13 @@ void Plan::set_filter(const void* w, cudaStream_t stream) {
     throw Error(
         Status::kInvalidArgument,
         "set_filter: a backward-filter plan has no filter input [" + impl_->desc.to_string() + "]");
+  }
+  if (impl_->pointer_device != detail::kNoPointerCheck) {
+    const std::string why = detail::pointer_problem(w, impl_->pointer_device);
+    if (!why.empty()) {
+      throw Error(Status::kInvalidArgument,
+                  "set_filter: w " + why + " [" + impl_->desc.to_string() + "]");
+    }
   }
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
   impl_->algo->set_filter(w, stream);
@@ -193,7 +208,8 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
   const detail::ConvAlgo& a = *impl_->algo;
   const Status st =
       detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
-                                 a.workspace_size(), a.has_filter(), &why);
+                                 a.workspace_size(), a.has_filter(), &why,
+                                 impl_->pointer_device);
   if (st != Status::kSuccess) throw Error(st, why);
   return impl_->algo->profile_forward({x, w, nullptr, bias, y, workspace}, stream, iters);
 }
