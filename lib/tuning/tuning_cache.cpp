@@ -1,5 +1,7 @@
 #include "tuning/tuning_cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +70,33 @@ std::string entry_problem(const Json& e) {
   if (!e.contains("ms") || !e["ms"].is_number()) return "\"ms\" is not a number";
   return "";
 }
+
+// An exclusive advisory lock on `path` + ".lock" for one read-merge-write, so writers in other
+// processes wait instead of replacing each other's records. Without a lock file (an unwritable
+// folder) the store goes on unlocked, as the rename keeps the file whole either way.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace
 
@@ -261,9 +290,10 @@ void TuningCache::store(const TuningRecord& record) {
     }
     // Kept in memory first, so this process still sees it if the file cannot be written.
     upsert(memory_records_, record);
-    // Always re-read: another process may have written within the stamp's resolution.
-    // Two processes storing at the same instant can still lose one record (last rename wins);
-    // for a cache that only means tuning that problem again.
+    // Other processes' writers wait on the lock, so the re-read below sees every record stored
+    // before it and nothing is lost between re-read and rename. Always re-read: another process
+    // may have written within the stamp's resolution.
+    const FileLock file_lock(path_);
     refresh(/*force=*/true);
     if (!writable_) {
       warn("tuning cache " + path_ +

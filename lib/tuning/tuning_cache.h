@@ -35,9 +35,11 @@ class TuningCache {
   /// The record for (device, key), if the file holds one. Reads the file on first use and again
   /// whenever its modification time or size changed since the last read.
   std::optional<TuningRecord> lookup(const std::string& device, const std::string& key);
-  /// Adds or replaces the record and writes the file: re-read, merge, write a temporary file in the
-  /// same folder, rename over the original (atomic). Records of other devices are kept. Never
-  /// overwrites a file it could not parse (it warns and keeps the record in memory only).
+  /// Adds or replaces the record and writes the file: under an exclusive lock on <path>.lock
+  /// (flock: processes storing at once wait for each other and keep every record), re-read,
+  /// merge, write a temporary file in the same folder, rename over the original (atomic).
+  /// Records of other devices are kept. Never overwrites a file it could not parse (it warns and
+  /// keeps the record in memory only). The lock file stays beside the cache.
   void store(const TuningRecord& record);
   /// Warnings issued so far (each also logged once at LogLevel::kWarning).
   std::vector<std::string> warnings() const;

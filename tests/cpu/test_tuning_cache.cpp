@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -57,11 +59,12 @@ class TuningCacheTest : public ::testing::Test {
                           const std::string& choice, double ms) {
     return TuningRecord{device, key, choice, ms};
   }
-  // Files in the folder other than the cache itself (temporaries left behind).
+  // Files in the folder other than the cache itself and its lock file (temporaries left behind).
   std::vector<std::string> stray_files() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(dir_)) {
-      if (e.path().string() != path_) out.push_back(e.path().string());
+      const std::string p = e.path().string();
+      if (p != path_ && p != path_ + ".lock") out.push_back(p);
     }
     return out;
   }
@@ -407,6 +410,44 @@ TEST_F(TuningCacheTest, ConcurrentStoresAndLookups) {
   const Json doc = Json::parse(read_text(path_));
   EXPECT_EQ(doc["entries"].size(), static_cast<std::size_t>(kThreads * kPerThread));
   EXPECT_TRUE(fresh.warnings().empty());
+  EXPECT_TRUE(stray_files().empty());
+}
+
+// Several processes storing into one cache at once keep every record: each read-merge-write
+// holds the file lock, so no writer replaces a file another has just written.
+TEST_F(TuningCacheTest, ProcessesStoringAtOnceKeepEveryRecord) {
+  constexpr int kProcesses = 6;
+  constexpr int kPerProcess = 25;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0) << "fork failed";
+    if (pid == 0) {
+      // A fresh cache object per process, as separate programs would have.
+      TuningCache cache(path_);
+      for (int i = 0; i < kPerProcess; ++i) {
+        cache.store(rec(kH200, "p" + std::to_string(p) + "k" + std::to_string(i), "regtile_1x1",
+                        p + i / 100.0));
+      }
+      _exit(cache.warnings().empty() ? 0 : 3);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  TuningCache fresh(path_);
+  for (int p = 0; p < kProcesses; ++p) {
+    for (int i = 0; i < kPerProcess; ++i) {
+      const auto r = fresh.lookup(kH200, "p" + std::to_string(p) + "k" + std::to_string(i));
+      ASSERT_TRUE(r.has_value()) << "lost p" << p << "k" << i;
+      EXPECT_EQ(r->ms, p + i / 100.0);
+    }
+  }
+  const Json doc = Json::parse(read_text(path_));
+  EXPECT_EQ(doc["entries"].size(), static_cast<std::size_t>(kProcesses * kPerProcess));
   EXPECT_TRUE(stray_files().empty());
 }
 
