@@ -44,6 +44,7 @@ Json row_json(const Row& r) {
   j["engine_ms"] = number(r.engine_ms);
   j["plan_ms"] = number(r.plan_ms);
   j["host_us"] = number(r.host_us);
+  j["cold_ms"] = number(r.cold_ms);
   j["fft_ms"] = number(r.fft_ms);
   j["cudnn_ms"] = number(r.cudnn_ms);
   j["cudnn_algo"] = r.cudnn_algo;
@@ -131,9 +132,10 @@ std::string fmt(double v, const char* f) {
 }
 
 void print_header() {
-  std::printf("%-24s %-5s %-5s %9s %8s %8s %7s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s "
-              "%s\n",
-              "name", "pass", "dtype", "engine_ms", "kept_ms", "plan_ms", "host_us", "cudnn_ms",
+  std::printf("%-24s %-5s %-5s %9s %8s %8s %7s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s "
+              "%8s %s\n",
+              "name", "pass", "dtype", "engine_ms", "kept_ms", "plan_ms", "host_us", "cold_ms",
+              "cudnn_ms",
               "cudnn_algo",
               "tf32_ms", "speedup", "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB",
               "floor_ms", "status");
@@ -143,11 +145,11 @@ void print_row(const Row& r) {
   std::string fft = r.fft_h ? std::to_string(r.fft_h) + "x" + std::to_string(r.fft_w) : "-";
   if (r.tiles_h * r.tiles_w > 1)
     fft += "/" + std::to_string(r.tiles_h) + "x" + std::to_string(r.tiles_w);
-  std::printf("%-24s %-5s %-5s %9s %8s %8s %7s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s %8s "
-              "%s\n",
+  std::printf("%-24s %-5s %-5s %9s %8s %8s %7s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s "
+              "%8s %s\n",
               r.name.c_str(), r.pass.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(),
               fmt(r.kept_ms).c_str(), fmt(r.plan_ms, "%.1f").c_str(),
-              fmt(r.host_us, "%.1f").c_str(), fmt(r.cudnn_ms).c_str(),
+              fmt(r.host_us, "%.1f").c_str(), fmt(r.cold_ms).c_str(), fmt(r.cudnn_ms).c_str(),
               r.cudnn_algo.empty() ? "-" : r.cudnn_algo.c_str(), fmt(r.cudnn_tf32_ms).c_str(),
               fmt(r.speedup, "%.2fx").c_str(), fmt(r.rel_err, "%.2e").c_str(),
               fmt(r.max_err, "%.2e").c_str(), r.algo.empty() ? "-" : r.algo.c_str(), fft.c_str(),

@@ -86,6 +86,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     r.engine_ms = t.ms;
     r.plan_ms = t.plan_ms;
     r.host_us = t.host_us;
+    r.cold_ms = t.cold_ms;
     r.algo = fftconv::algo_name(t.info.algo);
     r.fft_h = t.info.fft_h;
     r.fft_w = t.info.fft_w;

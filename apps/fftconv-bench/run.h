@@ -25,6 +25,7 @@ struct Row {
   bool verified = false, ok = true;
   double engine_ms = NAN, plan_ms = NAN, fft_ms = NAN;
   double host_us = NAN;  ///< enqueue time of one call (timing.h, Timed::host_us)
+  double cold_ms = NAN;  ///< one call alone, L2 flushed, host launch included (Timed::cold_ms)
   double cudnn_ms = NAN, cudnn_tf32_ms = NAN, speedup = NAN;
   std::string cudnn_algo, cudnn_tf32_algo;
   double rel_err = NAN, max_err = NAN;

@@ -25,6 +25,33 @@ constexpr int kMaxRotations = 32;
 constexpr int kHostBatch = 50;
 constexpr int kHostBatches = 20;
 
+// Cold calls: 256 MiB written between calls flushes the H200's 60 MB L2 (and any smaller one).
+constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
+
+// Median time of `runs` calls of `run`, each alone: the L2 flushed by a memset of kFlushBytes,
+// the device drained, then events around the call, so the host's enqueueing counts.
+double cold_ms_per_call(const std::function<void(int)>& run, cudaStream_t stream, int runs) {
+  static ft::DeviceBuffer flush(kFlushBytes);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ft::cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+  ft::cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> ms;
+  for (int i = 0; i < runs; ++i) {
+    ft::cuda_check(cudaMemsetAsync(flush.get(), i & 0xff, kFlushBytes, stream), "flush");
+    ft::cuda_check(cudaStreamSynchronize(stream), "sync");
+    ft::cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
+    run(i);
+    ft::cuda_check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    ft::cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float e = 0.0f;
+    ft::cuda_check(cudaEventElapsedTime(&e, start, stop), "cudaEventElapsedTime");
+    ms.push_back(e);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ft::median_of(std::move(ms));
+}
+
 // Median host time of enqueueing one call of `run`, in microseconds.
 double host_us_per_call(const std::function<void(int)>& run, cudaStream_t stream) {
   std::vector<float> us;
@@ -125,6 +152,7 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
                : ft::median_ms([&](int i) { run(i % in.copies); }, stream, cfg.warmup, cfg.iters);
     if (o.backend != fftconv::Backend::kCpu) {
       t.host_us = host_us_per_call([&](int i) { run(i % in.copies); }, stream);
+      t.cold_ms = cold_ms_per_call([&](int i) { run(i % in.copies); }, stream, cfg.iters);
     }
   }
   if (stages && o.pass == Pass::kForward) {

@@ -37,6 +37,9 @@ struct Timed {
   /// Host time of enqueueing one call, without synchronising: the median over batches of
   /// kHostBatch calls (kHostBatches batches, the device drained between them) of batch time / calls.
   double host_us = NAN;
+  /// Time of one call alone, as a network sees it: L2 flushed by another operation first, the
+  /// stream idle, events around the call, so its host launch is included (median of the runs).
+  double cold_ms = NAN;
   fftconv::PlanInfo info;
   std::string describe;
   std::vector<fftconv::StageTime> stages;
