@@ -17,8 +17,8 @@
 // Each benchmark runs one iteration whose time is the median of --iters CUDA-event-timed runs
 // (default 20, after --warmup 5 untimed ones, inputs rotated when they fit in L2); plan creation is
 // outside the timing and reported as the counter plan_ms. Counters: tflops (direct-convolution
-// FLOPs per second), gbps (the pass's tensors once), floor_pct (the floor of docs/benchmarking.md as a
-// percentage of the time). A provider that cannot run a case reports the reason as an error.
+// FLOPs per second), gbps (the pass's tensors once), floor_pct (the floor of docs/benchmarking.md
+// as a percentage of the time). A provider that cannot run a case reports the reason as an error.
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "fftconv/fftconv.hpp"
 #include "testing/testing.h"
 
@@ -178,20 +179,6 @@ std::vector<Pass> parse_pass_list(const std::string& list) {
   return passes;
 }
 
-// A validator from a parser that throws: the exception's text is the message.
-CLI::Validator parsed_by(std::function<void(const std::string&)> parse) {
-  return CLI::Validator(
-      [parse](std::string& value) {
-        try {
-          parse(value);
-        } catch (const std::exception& e) {
-          return std::string(e.what());
-        }
-        return std::string();
-      },
-      "");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,12 +205,12 @@ int main(int argc, char** argv) {
          "--passes", [&](const std::string& v) { passes = parse_pass_list(v); },
          "passes, comma-separated (default fwd,dgrad,wgrad)")
       ->type_name("LIST")
-      ->check(parsed_by([](const std::string& v) { parse_pass_list(v); }));
+      ->check(fftconv_apps::parsed_by([](const std::string& v) { parse_pass_list(v); }));
   app.add_option_function<std::string>(
          "--dtypes", [&](const std::string& v) { dtypes = ft::parse_dtype_list(v); },
          "run every row in each dtype of LIST (f32,f16,bf16; default the CSV's)")
       ->type_name("LIST")
-      ->check(parsed_by([](const std::string& v) { ft::parse_dtype_list(v); }));
+      ->check(fftconv_apps::parsed_by([](const std::string& v) { ft::parse_dtype_list(v); }));
   app.add_option("--iters", g_iters,
                  "CUDA-event-timed runs per benchmark, >= 1 (median; default 20)")
       ->type_name("N")

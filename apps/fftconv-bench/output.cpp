@@ -132,30 +132,30 @@ std::string fmt(double v, const char* f) {
 }
 
 void print_header() {
-  std::printf("%-24s %-5s %-5s %9s %8s %8s %7s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s "
-              "%8s %s\n",
-              "name", "pass", "dtype", "engine_ms", "kept_ms", "plan_ms", "host_us", "cold_ms",
-              "cudnn_ms",
-              "cudnn_algo",
-              "tf32_ms", "speedup", "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB",
-              "floor_ms", "status");
+  std::printf(
+      "%-24s %-5s %-5s %9s %8s %8s %7s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s "
+      "%8s %s\n",
+      "name", "pass", "dtype", "engine_ms", "kept_ms", "plan_ms", "host_us", "cold_ms", "cudnn_ms",
+      "cudnn_algo", "tf32_ms", "speedup", "rel_err", "max_err", "algo", "fft", "gemm", "ws_MiB",
+      "floor_ms", "status");
 }
 
 void print_row(const Row& r) {
   std::string fft = r.fft_h ? std::to_string(r.fft_h) + "x" + std::to_string(r.fft_w) : "-";
   if (r.tiles_h * r.tiles_w > 1)
     fft += "/" + std::to_string(r.tiles_h) + "x" + std::to_string(r.tiles_w);
-  std::printf("%-24s %-5s %-5s %9s %8s %8s %7s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s "
-              "%8s %s\n",
-              r.name.c_str(), r.pass.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(),
-              fmt(r.kept_ms).c_str(), fmt(r.plan_ms, "%.1f").c_str(),
-              fmt(r.host_us, "%.1f").c_str(), fmt(r.cold_ms).c_str(), fmt(r.cudnn_ms).c_str(),
-              r.cudnn_algo.empty() ? "-" : r.cudnn_algo.c_str(), fmt(r.cudnn_tf32_ms).c_str(),
-              fmt(r.speedup, "%.2fx").c_str(), fmt(r.rel_err, "%.2e").c_str(),
-              fmt(r.max_err, "%.2e").c_str(), r.algo.empty() ? "-" : r.algo.c_str(), fft.c_str(),
-              r.gemm.empty() ? "-" : r.gemm.c_str(),
-              fmt(double(r.workspace_bytes) / (1 << 20), "%.1f").c_str(), fmt(r.floor_ms).c_str(),
-              r.status.c_str());
+  std::printf(
+      "%-24s %-5s %-5s %9s %8s %8s %7s %8s %9s %-22s %9s %8s %9s %9s %-9s %-15s %-12s %8s "
+      "%8s %s\n",
+      r.name.c_str(), r.pass.c_str(), r.dtype.c_str(), fmt(r.engine_ms).c_str(),
+      fmt(r.kept_ms).c_str(), fmt(r.plan_ms, "%.1f").c_str(), fmt(r.host_us, "%.1f").c_str(),
+      fmt(r.cold_ms).c_str(), fmt(r.cudnn_ms).c_str(),
+      r.cudnn_algo.empty() ? "-" : r.cudnn_algo.c_str(), fmt(r.cudnn_tf32_ms).c_str(),
+      fmt(r.speedup, "%.2fx").c_str(), fmt(r.rel_err, "%.2e").c_str(),
+      fmt(r.max_err, "%.2e").c_str(), r.algo.empty() ? "-" : r.algo.c_str(), fft.c_str(),
+      r.gemm.empty() ? "-" : r.gemm.c_str(),
+      fmt(double(r.workspace_bytes) / (1 << 20), "%.1f").c_str(), fmt(r.floor_ms).c_str(),
+      r.status.c_str());
   if (!r.gemm_ms.empty()) {
     std::printf("  gemm sweep (fft ms):");
     for (const auto& g : r.gemm_ms) std::printf(" %s=%s", g.first.c_str(), fmt(g.second).c_str());

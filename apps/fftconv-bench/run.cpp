@@ -15,12 +15,6 @@ namespace bench {
 namespace {
 
 using fftconv::Algo;
-using fftconv::ConvDesc;
-using fftconv::DType;
-using fftconv::Options;
-using fftconv::Pass;
-using fftconv::Plan;
-namespace ft = fftconv::testing;
 
 // The time of a side measurement, or NaN (shown as "-") when that configuration cannot run;
 // the reason goes to the row's notes.

@@ -10,13 +10,6 @@
 namespace bench {
 namespace {
 
-using fftconv::ConvDesc;
-using fftconv::DType;
-using fftconv::Options;
-using fftconv::Pass;
-using fftconv::Plan;
-namespace ft = fftconv::testing;
-
 // Inputs smaller than this are rotated among several copies so timings do not measure L2 (50 MB).
 constexpr std::size_t kL2Bytes = 50u << 20;
 constexpr int kMaxRotations = 32;
@@ -60,8 +53,8 @@ double host_us_per_call(const std::function<void(int)>& run, cudaStream_t stream
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kHostBatch; ++i) run(b * kHostBatch + i);
     const auto t1 = std::chrono::steady_clock::now();
-    us.push_back(
-        static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() / kHostBatch));
+    us.push_back(static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() /
+                                    kHostBatch));
   }
   ft::cuda_check(cudaStreamSynchronize(stream), "sync");
   return ft::median_of(std::move(us));

@@ -15,6 +15,14 @@
 
 namespace bench {
 
+// The names every part of the driver uses.
+using fftconv::ConvDesc;
+using fftconv::DType;
+using fftconv::Options;
+using fftconv::Pass;
+using fftconv::Plan;
+namespace ft = fftconv::testing;
+
 /// Input sets: several copies when they fit in L2, so repeated runs do not time the cache. x, w
 /// and dy are the pass's possible inputs (dy only for backward passes); out is its output; the
 /// *32 buffers hold the same values in fp32 for the oracle.
@@ -34,8 +42,8 @@ Inputs make_inputs(const fftconv::ConvDesc& d, fftconv::Pass pass, std::uint64_t
 /// What time_plan() measured and what the plan chose.
 struct Timed {
   double ms = NAN, plan_ms = NAN;
-  /// Host time of enqueueing one call, without synchronising: the median over batches of
-  /// kHostBatch calls (kHostBatches batches, the device drained between them) of batch time / calls.
+  /// Host time of enqueueing one call, without synchronising: the median over batches of calls
+  /// (the device drained between them) of batch time / calls.
   double host_us = NAN;
   /// Time of one call alone, as a network sees it: L2 flushed by another operation first, the
   /// stream idle, events around the call, so its host launch is included (median of the runs).

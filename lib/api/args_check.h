@@ -27,7 +27,8 @@ std::string pointer_problem(const void* ptr, int device);
 /// to a GPU plan would otherwise fault on the device and end the process's CUDA context.
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
-                          std::size_t workspace_needed, bool filter_kept, std::string* message, int device = kNoPointerCheck);
+                          std::size_t workspace_needed, bool filter_kept, std::string* message,
+                          int device = kNoPointerCheck);
 
 /// Same checks for backward_data(): dy and w (null when `filter_kept`) in, dx out.
 Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w, const void* dx,

@@ -2,16 +2,19 @@
 
 #include "geometry/fft_geometry.h"
 
+#include <stdlib.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -405,8 +408,8 @@ PairedRatio paired_ratio(const std::vector<float>& base, const std::vector<float
   double tail = 0.0;  // P(B <= k)
   int j = 0;
   for (int k = 0; k < n; ++k) {
-    const double log_pk = std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) -
-                          n * std::log(2.0);
+    const double log_pk =
+        std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - n * std::log(2.0);
     const double next = tail + std::exp(log_pk);
     if (next > alpha) break;
     tail = next;
@@ -464,6 +467,17 @@ bool axis_reads_data(std::int64_t in, std::int64_t pad, std::int64_t k, std::int
 
 std::vector<std::int64_t> fft_sweep_sizes_along(const ConvDesc& d, bool height) {
   return detail::fft_size_candidates(height ? detail::min_fft_h(d) : detail::min_fft_w(d));
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + " failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 bool output_reads_data(const ConvDesc& d) {

@@ -43,6 +43,19 @@ double dot(const std::vector<double>& a, const std::vector<float>& b);
 /// I/O 1e-2.
 double tolerance(DType dtype);
 
+/// A fresh folder under /tmp (mkdtemp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "fftconv");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 /// True when a CUDA device is usable; otherwise `why` says what failed.
 bool has_device(std::string* why = nullptr);
 

@@ -13,6 +13,7 @@
 #include "algos/registry.h"
 #include "fftconv/fftconv.h"
 #include "fftconv/fftconv.hpp"
+#include "testing/testing.h"
 
 #ifndef FFTCONV_TEST_HAS_FFTW
 #define FFTCONV_TEST_HAS_FFTW 0
@@ -137,27 +138,25 @@ class LogCapture {
   LogLevel saved_;
 };
 
+// A test with a fresh folder, and CPU plans that measure (FFTW_MEASURE) and keep a tuning cache
+// in it: the case where FFTW wisdom is read and written.
 class TempDir : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fftconv-registry-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+  Options measured_cpu_options() const {
+    Options o = cpu_options();
+    o.tuning = Tuning::kAutotune;
+    o.tuning_cache = tmp_.path() + "/cache.json";
+    return o;
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string dir_;
+  testing::TempDir tmp_{"fftconv-registry"};
+  const std::string& dir_ = tmp_.path();
 };
 
 using Logging = TempDir;
 
 TEST_F(Logging, CallbackReceivesWarningsAndLevelFilters) {
   REQUIRE_FFTW();
-  Options o = cpu_options();
-  o.tuning = Tuning::kAutotune;
-  o.tuning_cache = dir_ + "/cache.json";
+  const Options o = measured_cpu_options();
   const std::string wisdom = o.tuning_cache + ".fftw-wisdom";
   {
     std::ofstream(wisdom) << "not fftw wisdom";
@@ -201,9 +200,7 @@ using Wisdom = TempDir;
 
 TEST_F(Wisdom, MeasuredCpuPlansKeepFftwWisdomBesideTheTuningCache) {
   REQUIRE_FFTW();
-  Options o = cpu_options();
-  o.tuning = Tuning::kAutotune;
-  o.tuning_cache = dir_ + "/cache.json";
+  const Options o = measured_cpu_options();
   const Plan first(kDesc, o);
   const std::string wisdom = o.tuning_cache + ".fftw-wisdom";
   ASSERT_TRUE(fs::exists(wisdom)) << first.describe();

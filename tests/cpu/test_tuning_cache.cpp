@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fftconv/status.hpp"
+#include "testing/testing.h"
 #include "tuning/tuning_cache.h"
 
 namespace fftconv::detail {
@@ -35,15 +37,11 @@ using Json = nlohmann::json;
 class TuningCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/fftconv-tuning-cache-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    tmp_ = std::make_unique<testing::TempDir>("fftconv-tuning-cache");
+    dir_ = tmp_->path();
     path_ = dir_ + "/cache.json";
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { tmp_.reset(); }
 
   static void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -76,6 +74,7 @@ class TuningCacheTest : public ::testing::Test {
            "]}";
   }
 
+  std::unique_ptr<testing::TempDir> tmp_;
   std::string dir_;
   std::string path_;
 };

@@ -33,6 +33,40 @@ bool all_poison(const testing::DeviceBuffer& b) {
   return true;
 }
 
+ConvDesc small_desc() {
+  ConvDesc d;
+  d.n = 2;
+  d.c = 3;
+  d.h = 37;
+  d.w = 29;
+  d.k = 4;
+  d.r = 15;
+  d.s = 9;
+  d.pad_h = 7;
+  d.pad_w = 4;
+  return d;
+}
+
+fftconv_conv_desc_t c_desc(const ConvDesc& d) {
+  fftconv_conv_desc_t cd = fftconv_conv_desc_default();
+  cd.n = d.n;
+  cd.c = d.c;
+  cd.h = d.h;
+  cd.w = d.w;
+  cd.k = d.k;
+  cd.r = d.r;
+  cd.s = d.s;
+  cd.pad_h = d.pad_h;
+  cd.pad_w = d.pad_w;
+  cd.stride_h = d.stride_h;
+  cd.stride_w = d.stride_w;
+  cd.dil_h = d.dil_h;
+  cd.dil_w = d.dil_w;
+  cd.groups = d.groups;
+  cd.dtype = static_cast<fftconv_dtype_t>(d.dtype);
+  return cd;
+}
+
 Problem::Problem(const ConvDesc& d, std::uint64_t s, bool bias_on)
     : desc(d), seed(s), with_bias(bias_on) {
   const auto xv = testing::random_values(d.x_elems(), seed, d.dtype);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fftconv/fftconv.h"
 #include "fftconv/fftconv.hpp"
 #include "testing/testing.h"
 
@@ -22,6 +23,13 @@ namespace fftconv::gputest {
 
 /// Inputs of one run: random values (fixed seed) encoded in the descriptor's dtype on the device,
 /// and their exact fp32 values for the oracle.
+/// A small forward problem with every stage busy: 2 images of 3 channels 37x29, 4 filters 15x9,
+/// padding 7x4 (the runtime and pointer tests).
+ConvDesc small_desc();
+
+/// The C API's descriptor of `d` (fp32 fields as the C++ descriptor's).
+fftconv_conv_desc_t c_desc(const ConvDesc& d);
+
 struct Problem {
   ConvDesc desc;
   std::uint64_t seed = 0;

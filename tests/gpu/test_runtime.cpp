@@ -11,12 +11,6 @@
 namespace fftconv::gputest {
 namespace {
 
-ConvDesc small_desc() {
-  ConvDesc d;
-  d.n = 2; d.c = 3; d.h = 37; d.w = 29; d.k = 4; d.r = 15; d.s = 9; d.pad_h = 7; d.pad_w = 4;
-  return d;
-}
-
 TEST(Runtime, RejectedCallsWriteNothing) {
   FFTCONV_REQUIRE_GPU();
   const ConvDesc d = small_desc();
@@ -267,9 +261,7 @@ TEST(Runtime, CApiEndToEnd) {
   FFTCONV_REQUIRE_GPU();
   const ConvDesc d = small_desc();
   const Problem p(d, 15, true);
-  fftconv_conv_desc_t cd = fftconv_conv_desc_default();
-  cd.n = d.n; cd.c = d.c; cd.h = d.h; cd.w = d.w; cd.k = d.k; cd.r = d.r; cd.s = d.s;
-  cd.pad_h = d.pad_h; cd.pad_w = d.pad_w;
+  const fftconv_conv_desc_t cd = c_desc(d);
   fftconv_plan_t plan = nullptr;
   ASSERT_EQ(fftconv_plan_create(&plan, &cd, nullptr), FFTCONV_STATUS_SUCCESS)
       << fftconv_last_error_message();
@@ -289,6 +281,15 @@ TEST(Runtime, CApiEndToEnd) {
   y.download(out.data(), 4 * out.size());
   EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5));
   EXPECT_NE(std::strstr(fftconv_plan_describe(plan), "n2c3h37w29"), nullptr);
+  // A host output is refused with a status (test_pointers.cpp has the C++ cases), and the
+  // context goes on working.
+  std::vector<float> host_y(d.y_elems());
+  EXPECT_EQ(fftconv_forward(plan, p.x.get(), p.w.get(), p.bias.get(), host_y.data(), ws.get(),
+                            bytes, nullptr),
+            FFTCONV_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(fftconv_last_error_message(), "y is host memory"), nullptr)
+      << fftconv_last_error_message();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(fftconv_plan_destroy(plan), FFTCONV_STATUS_SUCCESS);
 }
 
