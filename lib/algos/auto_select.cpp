@@ -79,9 +79,15 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.us < b.us; });
   std::string text = "auto:";
-  for (const Ranked& r : ranked) {
-    text += std::string(text.size() > 5 ? ", " : " ") + r.factory->name() + " " + r.detail + " " +
-            estimate_text(r.us);
+  if (ranked.size() == 1 && rejected.empty()) {
+    // Nothing to rank it against: no estimate to show.
+    text += std::string(" ") + ranked[0].factory->name() + " (the only " + backend_name(backend) +
+            " algorithm)";
+  } else {
+    for (const Ranked& r : ranked) {
+      text += std::string(text.size() > 5 ? ", " : " ") + r.factory->name() + " " + r.detail + " " +
+              estimate_text(r.us);
+    }
   }
   for (const AlgoCandidate& c : rejected) text += "; " + c.name + " " + c.note;
 
