@@ -134,6 +134,18 @@ Backend resolve_backend(Backend requested) {
                                             std::to_string(static_cast<int>(requested)));
 }
 
+Algo auto_first_choice(const ConvDesc& d, const Options& o) {
+  const Backend backend = resolve_backend(o.backend);
+  const AlgoFactory* best = nullptr;
+  double best_us = 0.0;
+  for (const AlgoFactory* f : algorithm_list()) {
+    if (f->backend() != backend || !f->can_implement(d, o).ok()) continue;
+    const double us = f->estimate_us(d, o, nullptr);
+    if (best == nullptr || us < best_us) best = f, best_us = us;  // ties: the earlier entry
+  }
+  return best != nullptr ? best->algo() : Algo::kAuto;
+}
+
 std::unique_ptr<ConvAlgo> build_algorithm(const ConvDesc& d, const Options& o, PlanInfo* info) {
   const Backend backend = resolve_backend(o.backend);
   if (backend == Backend::kGpu) require_device();

@@ -50,6 +50,11 @@ const std::vector<const AlgoFactory*>& algorithm_list();
 /// is not a Backend.
 Backend resolve_backend(Backend requested);
 
+/// The entry Auto ranks first for `d` and `o` (by estimate, nothing built): the Algo a plan with
+/// Options::algo = kAuto tries first; kAuto when no entry can implement it. For callers that run
+/// some algorithms elsewhere (the PyTorch extension hands cuDNN's to aten::convolution).
+Algo auto_first_choice(const ConvDesc& d, const Options& o);
+
 /// Builds the algorithm of a plan: the forced entry, or Auto's ranking of the entries of the
 /// backend. Fills `info` (what was chosen, every candidate, and why). Throws Error when none can
 /// run the plan.

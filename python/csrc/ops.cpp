@@ -1,0 +1,468 @@
+// The fftconv operators of PyTorch: schemas, and their CUDA and CPU kernels.
+//
+//   fftconv::conv2d(input, weight, bias?, stride, padding, dilation, groups, algo) -> Tensor
+//   fftconv::conv2d_input_grad(grad_output, weight, input_size, ...) -> Tensor   (backward data)
+//   fftconv::conv2d_weight_grad(grad_output, input, weight_size, ...) -> Tensor  (backward filter)
+//
+// A kernel checks its arguments with torch's rules, finds (or builds) the plan in the per-device
+// plan cache and enqueues it on the current stream, with a workspace from PyTorch's caching
+// allocator. Where Auto ranks cuDNN first, and for what the engine does not compute (float64,
+// a CPU build without the host backend, fp16/bf16 on the CPU), the kernel calls aten's own
+// convolution. Autograd and autocast kernels are in autograd.cpp, fake kernels in Python.
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#if FFTCONV_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+#include <string>
+
+#include "algos/registry.h"
+#include "ops.h"
+#include "plan_cache.h"
+
+namespace fftconv::torch_ext {
+
+namespace {
+
+// ---- argument checks, in torch's words ---------------------------------------------------------
+
+std::optional<DType> engine_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return DType::kF32;
+    case at::kHalf:
+      return DType::kF16;
+    case at::kBFloat16:
+      return DType::kBF16;
+    default:
+      return std::nullopt;
+  }
+}
+
+void check_pair(const char* op, const char* name, at::IntArrayRef v) {
+  TORCH_CHECK_VALUE(v.size() == 2, op, ": expected ", name, " to have 2 elements, got ", v.size());
+}
+
+void check_params(const char* op, const ConvParams& p) {
+  check_pair(op, "stride", p.stride);
+  check_pair(op, "padding", p.padding);
+  check_pair(op, "dilation", p.dilation);
+  for (int i = 0; i < 2; ++i) {
+    TORCH_CHECK_VALUE(p.stride[i] >= 1, op, ": stride must be positive, got ", p.stride);
+    TORCH_CHECK_VALUE(p.padding[i] >= 0, op, ": padding must be non-negative, got ", p.padding);
+    TORCH_CHECK_VALUE(p.dilation[i] >= 1, op, ": dilation must be positive, got ", p.dilation);
+  }
+  TORCH_CHECK_VALUE(p.groups >= 1, op, ": groups must be positive, got ", p.groups);
+}
+
+void check_tensor(const char* op, const char* name, const at::Tensor& t, const at::Tensor& ref,
+                  const char* ref_name, int64_t dim) {
+  TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
+  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": expected a floating-point ", name,
+              ", got ", t.scalar_type());
+  TORCH_CHECK(t.device() == ref.device(), op, ": expected ", name, " and ", ref_name,
+              " on the same device, got ", t.device(), " and ", ref.device());
+  TORCH_CHECK(t.scalar_type() == ref.scalar_type(), op, ": expected ", name, " and ", ref_name,
+              " of the same dtype, got ", t.scalar_type(), " and ", ref.scalar_type());
+  if (dim > 0) {
+    TORCH_CHECK(t.dim() == dim, op, ": expected a ", dim, "-D ", name, " (", dim == 4 ? "NCHW" : "",
+                "), got ", t.dim(), "-D of shape ", t.sizes());
+  }
+}
+
+void check_device_kind(const char* op, const at::Tensor& t) {
+  TORCH_CHECK(t.is_cuda() || t.is_cpu(), op, ": tensors must be on a CUDA device or the CPU, got ",
+              t.device());
+}
+
+// The descriptor of a problem with input (n, c, h, w) and weight (k, c/groups, r, s).
+ConvDesc make_desc(const char* op, at::IntArrayRef in, at::IntArrayRef wt, const ConvParams& p,
+                   DType dtype) {
+  TORCH_CHECK(in.size() == 4 && wt.size() == 4, op, ": expected 4-D input and weight sizes");
+  TORCH_CHECK(in[1] == wt[1] * p.groups, op, ": expected input of shape ", in, " to have ",
+              wt[1] * p.groups, " channels (weight ", wt, " with groups=", p.groups, "), got ",
+              in[1]);
+  TORCH_CHECK(wt[0] % p.groups == 0, op, ": expected weight's out_channels (", wt[0],
+              ") to be divisible by groups (", p.groups, ")");
+  ConvDesc d;
+  d.n = in[0], d.c = in[1], d.h = in[2], d.w = in[3];
+  d.k = wt[0], d.r = wt[2], d.s = wt[3];
+  d.pad_h = p.padding[0], d.pad_w = p.padding[1];
+  d.stride_h = p.stride[0], d.stride_w = p.stride[1];
+  d.dil_h = p.dilation[0], d.dil_w = p.dilation[1];
+  d.groups = p.groups;
+  d.dtype = dtype;
+  if (d.n == 0) return d;  // empty batch: no plan, handled by the caller
+  std::string why;
+  if (d.validate(&why) != Status::kSuccess) {
+    TORCH_CHECK(false, op, ": input ", in, ", weight ", wt, ", stride ", p.stride, ", padding ",
+                p.padding, ", dilation ", p.dilation, ", groups ", p.groups, ": ", why);
+  }
+  return d;
+}
+
+std::vector<int64_t> output_size(const ConvDesc& d) { return {d.n, d.k, d.out_h(), d.out_w()}; }
+
+// ---- plans -------------------------------------------------------------------------------------
+
+bool is_capturing(Backend backend, cudaStream_t stream) {
+  if (backend != Backend::kGpu) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t err = cudaStreamIsCapturing(stream, &status);
+  TORCH_CHECK(err == cudaSuccess, "fftconv: cudaStreamIsCapturing: ", cudaGetErrorString(err));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, Backend backend) {
+  auto e = std::make_shared<PlanEntry>();
+  Options o;
+  o.algo = algo;
+  o.pass = pass;
+  o.backend = backend;
+  o.check_pointers = false;  // torch has checked the tensors' devices
+  const bool auto_gpu = backend == Backend::kGpu && algo == Algo::kAuto;
+  if (auto_gpu && detail::auto_first_choice(d, o) == Algo::kCudnn) {
+    e->use_aten = true;
+    return e;
+  }
+  try {
+    e->plan = std::make_unique<Plan>(d, o);
+  } catch (const Error& err) {
+    TORCH_CHECK(false, "fftconv: cannot plan ", d.to_string(), " (", pass_name(pass), ", algo ",
+                algo_name(algo), "): ", err.what());
+  }
+  if (auto_gpu && e->plan->info().algo == Algo::kCudnn) {
+    e->plan.reset();
+    e->use_aten = true;
+  }
+  return e;
+}
+
+[[noreturn]] void capture_miss(const ConvDesc& d, Pass pass, const char* what) {
+  TORCH_CHECK(false, "fftconv: ", what, " for ", d.to_string(), " (", pass_name(pass),
+              ") while the stream is being captured; run the model once before capture so that "
+              "its plans exist (fftconv.backends.plan_cache holds them)");
+}
+
+int cache_index(Backend backend, const at::Tensor& t) {
+  return backend == Backend::kGpu ? t.get_device() : -1;
+}
+
+struct Resolved {
+  std::shared_ptr<PlanEntry> entry;
+  bool kept = false;  // run with the kept filter (w = nullptr)
+};
+
+// The plan for (d, pass, algo). `frozen`: the filter tensor when it may be kept by the plan
+// (requires_grad false, forward or backward-data): a frozen filter seen twice gets a plan of its
+// own that keeps its spectrum, refreshed when the tensor's version counter changes.
+Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int device,
+                 const at::Tensor& frozen, const at::Tensor& frozen_contiguous,
+                 cudaStream_t stream) {
+  PlanCache& cache = plan_cache(device);
+  const bool capturing = is_capturing(backend, stream);
+  PlanKey key{d, pass, algo, nullptr};
+  std::shared_ptr<PlanEntry> shared = cache.find(key);
+  if (!shared) {
+    if (capturing) capture_miss(d, pass, "no plan");
+    shared = cache.insert(key, build_entry(d, pass, algo, backend));
+  }
+  if (!frozen.defined() || shared->use_aten) return {shared, false};
+
+  const c10::StorageImpl* storage = frozen.storage().unsafeGetStorageImpl();
+  const void* data = frozen.data_ptr();
+  const std::uint32_t version = frozen.unsafeGetTensorImpl()->version_counter().current_version();
+  auto identity = [&] {
+    FilterIdentity id;
+    id.storage = c10::weak_intrusive_ptr<c10::StorageImpl>(frozen.storage().getWeakStorageImpl());
+    id.data = data;
+    id.version = version;
+    return id;
+  };
+
+  PlanKey kept_key = key;
+  kept_key.filter = storage;
+  std::shared_ptr<PlanEntry> kept = cache.find(kept_key);
+  if (!kept) {
+    {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      bool seen = false;
+      for (const FilterIdentity& s : shared->seen) seen = seen || s.same(storage, data, version);
+      if (!seen) {
+        constexpr std::size_t kSeen = 8;
+        if (shared->seen.size() < kSeen) {
+          shared->seen.push_back(identity());
+        } else {
+          shared->seen[shared->seen_next] = identity();
+          shared->seen_next = (shared->seen_next + 1) % kSeen;
+        }
+        return {shared, false};
+      }
+    }
+    if (capturing) return {shared, false};  // no set-up during capture: run with the filter given
+    kept = cache.insert(kept_key, build_entry(d, pass, algo, backend));
+    if (kept->use_aten) return {kept, false};
+  }
+  std::lock_guard<std::mutex> lock(kept->mutex);
+  if (!kept->kept.same(storage, data, version)) {
+    if (capturing) capture_miss(d, pass, "a changed frozen filter");
+    try {
+      kept->plan->set_filter(frozen_contiguous.data_ptr(), stream);
+    } catch (const Error& err) {
+      TORCH_CHECK(false, "fftconv: keeping the filter of ", d.to_string(), ": ", err.what());
+    }
+    kept->kept = identity();
+  }
+  return {kept, true};
+}
+
+// A filter the plan may keep: not trained, and with a version counter (not an inference tensor).
+at::Tensor frozen_filter(const at::Tensor& w) {
+  if (w.requires_grad() || w.is_inference()) return at::Tensor();
+  return w;
+}
+
+at::Tensor workspace_for(const Plan& plan, const at::Tensor& like) {
+  const std::size_t bytes = plan.workspace_size();
+  if (bytes == 0) return at::Tensor();
+  return at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
+}
+
+cudaStream_t current_stream(Backend backend, const at::Tensor& t) {
+#if FFTCONV_TORCH_CUDA
+  if (backend == Backend::kGpu) return at::cuda::getCurrentCUDAStream(t.get_device()).stream();
+#else
+  (void)t;
+#endif
+  (void)backend;
+  return nullptr;
+}
+
+// Where the engine runs a tensor of this device and dtype; nullopt: aten does.
+std::optional<Backend> engine_backend(const at::Tensor& t) {
+  if (!engine_dtype(t.scalar_type())) return std::nullopt;
+  if (t.is_cuda()) {
+#if FFTCONV_TORCH_CUDA
+    return Backend::kGpu;
+#else
+    return std::nullopt;
+#endif
+  }
+#if FFTCONV_TORCH_HOST_FFT
+  if (t.scalar_type() == at::kFloat) return Backend::kCpu;
+#endif
+  return std::nullopt;
+}
+
+template <typename F>
+auto engine_call(const ConvDesc& d, Pass pass, F&& f) {
+  try {
+    return f();
+  } catch (const Error& err) {
+    TORCH_CHECK(false, "fftconv: ", d.to_string(), " (", pass_name(pass), "): ", err.what());
+  }
+}
+
+// ---- aten fallbacks ----------------------------------------------------------------------------
+
+at::Tensor aten_forward(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b,
+                        const ConvParams& p) {
+  return at::convolution(x, w, b, p.stride, p.padding, p.dilation, false, {0, 0}, p.groups);
+}
+
+at::Tensor aten_input_grad(const at::Tensor& dy, const at::Tensor& w, at::IntArrayRef in,
+                           const ConvParams& p) {
+  // The transposed convolution is the data gradient; output_padding restores the rows and
+  // columns a strided forward dropped.
+  std::vector<int64_t> out_pad(2);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t covered =
+        (dy.size(2 + i) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (w.size(2 + i) - 1) + 1;
+    out_pad[i] = in[2 + i] - covered;
+  }
+  return at::convolution(dy, w, std::nullopt, p.stride, p.padding, p.dilation, true, out_pad,
+                         p.groups);
+}
+
+at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntArrayRef wsize,
+                            const ConvParams& p) {
+  const at::Tensor w_shape = at::empty(wsize, x.options());  // read for its shape only
+  return std::get<1>(at::convolution_backward(dy, x, w_shape, std::nullopt, p.stride, p.padding,
+                                              p.dilation, false, {0, 0}, p.groups,
+                                              {false, true, false}));
+}
+
+Algo parse_algo_arg(const char* op, c10::string_view algo) {
+  try {
+    return parse_algo(std::string(algo));
+  } catch (const Error&) {
+    TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
+                      "'; expected one of 'auto', 'fft', 'fft_tiled', 'cudnn'");
+  }
+}
+
+// On the CPU only the host FFT (algo 'auto' or 'fft') runs in the engine.
+bool engine_takes(Backend backend, Algo algo) {
+  return backend == Backend::kGpu || algo == Algo::kAuto || algo == Algo::kFft;
+}
+
+}  // namespace
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
+                         const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                         at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                         c10::string_view algo_name) {
+  constexpr const char* op = "fftconv.conv2d";
+  const ConvParams p{stride, padding, dilation, groups};
+  check_params(op, p);
+  check_device_kind(op, input);
+  check_tensor(op, "input", input, input, "input", 4);
+  check_tensor(op, "weight", weight, input, "input", 4);
+  if (bias && bias->defined()) {
+    check_tensor(op, "bias", *bias, input, "input", 1);
+    TORCH_CHECK(bias->size(0) == weight.size(0), op, ": expected bias of ", weight.size(0),
+                " elements (weight's out_channels), got ", bias->size(0));
+  }
+  const Algo algo = parse_algo_arg(op, algo_name);
+  const c10::DeviceGuard guard(input.device());
+  const std::optional<Backend> backend = engine_backend(input);
+  const ConvDesc d = make_desc(op, input.sizes(), weight.sizes(), p,
+                               engine_dtype(input.scalar_type()).value_or(DType::kF32));
+  if (d.n == 0) return at::empty(output_size(d), input.options());
+  if (!backend || !engine_takes(*backend, algo)) return aten_forward(input, weight, bias, p);
+
+  const at::Tensor x = input.contiguous();
+  const at::Tensor w = weight.contiguous();
+  const at::Tensor b = bias && bias->defined() ? bias->contiguous() : at::Tensor();
+  const cudaStream_t stream = current_stream(*backend, x);
+  const Resolved r = resolve(d, Pass::kForward, algo, *backend, cache_index(*backend, x),
+                             frozen_filter(weight), w, stream);
+  if (r.entry->use_aten) return aten_forward(x, w, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt, p);
+  at::Tensor y = at::empty(output_size(d), x.options());
+  const at::Tensor ws = workspace_for(*r.entry->plan, x);
+  engine_call(d, Pass::kForward, [&] {
+    r.entry->plan->forward(x.data_ptr(), r.kept ? nullptr : w.data_ptr(),
+                           b.defined() ? b.data_ptr() : nullptr, y.data_ptr(),
+                           ws.defined() ? ws.data_ptr() : nullptr, ws.defined() ? ws.numel() : 0,
+                           stream);
+  });
+  return y;
+}
+
+at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Tensor& weight,
+                                    at::IntArrayRef input_size, at::IntArrayRef stride,
+                                    at::IntArrayRef padding, at::IntArrayRef dilation,
+                                    int64_t groups, c10::string_view algo_name) {
+  constexpr const char* op = "fftconv.conv2d_input_grad";
+  const ConvParams p{stride, padding, dilation, groups};
+  check_params(op, p);
+  check_device_kind(op, grad_output);
+  check_tensor(op, "grad_output", grad_output, grad_output, "grad_output", 4);
+  check_tensor(op, "weight", weight, grad_output, "grad_output", 4);
+  TORCH_CHECK_VALUE(input_size.size() == 4, op, ": expected input_size of 4 elements, got ",
+                    input_size);
+  const Algo algo = parse_algo_arg(op, algo_name);
+  const c10::DeviceGuard guard(grad_output.device());
+  const std::optional<Backend> backend = engine_backend(grad_output);
+  const ConvDesc d = make_desc(op, input_size, weight.sizes(), p,
+                               engine_dtype(grad_output.scalar_type()).value_or(DType::kF32));
+  TORCH_CHECK(at::IntArrayRef(output_size(d)) == grad_output.sizes(), op, ": grad_output of shape ",
+              grad_output.sizes(), " does not match the output ", at::IntArrayRef(output_size(d)),
+              " of input ", input_size, " and weight ", weight.sizes());
+  if (d.n == 0) return at::zeros(input_size, grad_output.options());
+  if (!backend || !engine_takes(*backend, algo)) {
+    return aten_input_grad(grad_output, weight, input_size, p);
+  }
+  const at::Tensor dy = grad_output.contiguous();
+  const at::Tensor w = weight.contiguous();
+  const cudaStream_t stream = current_stream(*backend, dy);
+  const Resolved r = resolve(d, Pass::kBackwardData, algo, *backend, cache_index(*backend, dy),
+                             frozen_filter(weight), w, stream);
+  if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
+  at::Tensor dx = at::empty(input_size, dy.options());
+  const at::Tensor ws = workspace_for(*r.entry->plan, dy);
+  engine_call(d, Pass::kBackwardData, [&] {
+    r.entry->plan->backward_data(dy.data_ptr(), r.kept ? nullptr : w.data_ptr(), dx.data_ptr(),
+                                 ws.defined() ? ws.data_ptr() : nullptr,
+                                 ws.defined() ? ws.numel() : 0, stream);
+  });
+  return dx;
+}
+
+at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Tensor& input,
+                                     at::IntArrayRef weight_size, at::IntArrayRef stride,
+                                     at::IntArrayRef padding, at::IntArrayRef dilation,
+                                     int64_t groups, c10::string_view algo_name) {
+  constexpr const char* op = "fftconv.conv2d_weight_grad";
+  const ConvParams p{stride, padding, dilation, groups};
+  check_params(op, p);
+  check_device_kind(op, grad_output);
+  check_tensor(op, "grad_output", grad_output, grad_output, "grad_output", 4);
+  check_tensor(op, "input", input, grad_output, "grad_output", 4);
+  TORCH_CHECK_VALUE(weight_size.size() == 4, op, ": expected weight_size of 4 elements, got ",
+                    weight_size);
+  const Algo algo = parse_algo_arg(op, algo_name);
+  const c10::DeviceGuard guard(grad_output.device());
+  const std::optional<Backend> backend = engine_backend(grad_output);
+  const ConvDesc d = make_desc(op, input.sizes(), weight_size, p,
+                               engine_dtype(grad_output.scalar_type()).value_or(DType::kF32));
+  TORCH_CHECK(at::IntArrayRef(output_size(d)) == grad_output.sizes(), op, ": grad_output of shape ",
+              grad_output.sizes(), " does not match the output ", at::IntArrayRef(output_size(d)),
+              " of input ", input.sizes(), " and weight ", weight_size);
+  if (d.n == 0) return at::zeros(weight_size, grad_output.options());
+  if (!backend || !engine_takes(*backend, algo)) {
+    return aten_weight_grad(grad_output, input, weight_size, p);
+  }
+  const at::Tensor dy = grad_output.contiguous();
+  const at::Tensor x = input.contiguous();
+  const cudaStream_t stream = current_stream(*backend, dy);
+  const Resolved r = resolve(d, Pass::kBackwardFilter, algo, *backend, cache_index(*backend, dy),
+                             at::Tensor(), at::Tensor(), stream);
+  if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
+  at::Tensor dw = at::empty(weight_size, dy.options());
+  const at::Tensor ws = workspace_for(*r.entry->plan, dy);
+  engine_call(d, Pass::kBackwardFilter, [&] {
+    r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), dw.data_ptr(),
+                                   ws.defined() ? ws.data_ptr() : nullptr,
+                                   ws.defined() ? ws.numel() : 0, stream, 1.0f, 0.0f);
+  });
+  return dw;
+}
+
+}  // namespace fftconv::torch_ext
+
+TORCH_LIBRARY(fftconv, m) {
+  const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
+  m.def(
+      "conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, "
+      "int[2] dilation, int groups, str algo) -> Tensor",
+      tags);
+  m.def(
+      "conv2d_input_grad(Tensor grad_output, Tensor weight, SymInt[4] input_size, int[2] stride, "
+      "int[2] padding, int[2] dilation, int groups, str algo) -> Tensor",
+      tags);
+  m.def(
+      "conv2d_weight_grad(Tensor grad_output, Tensor input, SymInt[4] weight_size, int[2] stride, "
+      "int[2] padding, int[2] dilation, int groups, str algo) -> Tensor",
+      tags);
+}
+
+TORCH_LIBRARY_IMPL(fftconv, CPU, m) {
+  m.impl("conv2d", TORCH_FN(fftconv::torch_ext::conv2d_kernel));
+  m.impl("conv2d_input_grad", TORCH_FN(fftconv::torch_ext::conv2d_input_grad_kernel));
+  m.impl("conv2d_weight_grad", TORCH_FN(fftconv::torch_ext::conv2d_weight_grad_kernel));
+}
+
+#if FFTCONV_TORCH_CUDA
+TORCH_LIBRARY_IMPL(fftconv, CUDA, m) {
+  m.impl("conv2d", TORCH_FN(fftconv::torch_ext::conv2d_kernel));
+  m.impl("conv2d_input_grad", TORCH_FN(fftconv::torch_ext::conv2d_input_grad_kernel));
+  m.impl("conv2d_weight_grad", TORCH_FN(fftconv::torch_ext::conv2d_weight_grad_kernel));
+}
+#endif

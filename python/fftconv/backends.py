@@ -1,0 +1,61 @@
+"""The extension's plan caches, in the manner of ``torch.backends.cuda.cufft_plan_cache``.
+
+``fftconv.backends.plan_cache`` is the cache of the current CUDA device;
+``fftconv.backends.plan_cache[i]`` that of device ``i`` and ``plan_cache["cpu"]`` that of the host
+backend. Each is a bounded LRU (``max_size``, default 1024) of plans keyed by descriptor, pass,
+algorithm and, for frozen filters, the filter tensor; ``size`` is the number of plans in it and
+``clear()`` drops them all.
+"""
+import torch
+
+from . import _C
+
+
+class PlanCache:
+    def __init__(self, device):
+        self._device = device
+
+    def _index(self):
+        if self._device is None:
+            return torch.cuda.current_device() if torch.cuda.is_available() else -1
+        return self._device
+
+    @property
+    def size(self):
+        return _C._plan_cache_size(self._index())
+
+    @property
+    def max_size(self):
+        return _C._plan_cache_max_size(self._index())
+
+    @max_size.setter
+    def max_size(self, n):
+        _C._plan_cache_set_max_size(self._index(), int(n))
+
+    def clear(self):
+        _C._plan_cache_clear(self._index())
+
+    def __getitem__(self, device):
+        if isinstance(device, str) and device == "cpu":
+            return PlanCache(-1)
+        device = torch.device(device) if isinstance(device, str) else device
+        if isinstance(device, torch.device):
+            if device.type == "cpu":
+                return PlanCache(-1)
+            if device.type != "cuda":
+                raise ValueError(f"fftconv has no plan cache for device type {device.type}")
+            device = device.index if device.index is not None else torch.cuda.current_device()
+        if not isinstance(device, int) or device < -1:
+            raise ValueError(f"expected a device index, 'cpu' or a torch.device, got {device!r}")
+        return PlanCache(device)
+
+    def __repr__(self):
+        where = "current CUDA device" if self._device is None else (
+            "cpu" if self._device == -1 else f"cuda:{self._device}")
+        return f"PlanCache({where}, size={self.size}, max_size={self.max_size})"
+
+
+plan_cache = PlanCache(None)
+
+build_info = _C._build_info()
+"""What this build holds: {'cuda': bool, 'host_fft': bool, 'cudnn': bool}."""

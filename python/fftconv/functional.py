@@ -1,0 +1,75 @@
+"""fftconv.conv2d: torch.nn.functional.conv2d through the fftconv engine."""
+import torch
+import torch.nn.functional as F
+
+_conv2d = torch.ops.fftconv.conv2d.default
+
+ALGOS = ("auto", "fft", "fft_tiled", "cudnn")
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    if len(v) == 1:
+        return [v[0], v[0]]
+    if len(v) != 2 or not all(isinstance(e, int) for e in v):
+        raise ValueError(f"fftconv.conv2d: expected {name} to be an int or a pair of ints, got {v!r}")
+    return v
+
+
+def _same_padding(weight, dilation):
+    """Per dimension: (before, after) of padding='same'; before <= after, as torch pads."""
+    pads = []
+    for d, k in zip(dilation, weight.shape[2:]):
+        total = d * (k - 1)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, algo="auto"):
+    """Applies a 2D convolution as ``torch.nn.functional.conv2d`` does, through fftconv.
+
+    Same arguments, shapes and rules as ``F.conv2d``: ``input`` is (N, C, H, W) or unbatched
+    (C, H, W), ``weight`` (K, C/groups, R, S), ``bias`` (K,) or None; ``padding`` an int, a pair
+    or ``"valid"`` / ``"same"``. ``algo`` picks the implementation: ``"auto"`` (the FFT where it
+    pays, else PyTorch's own cuDNN convolution), ``"fft"``, ``"fft_tiled"`` (forward only) or
+    ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
+    arithmetic inside); other floating types go to ``aten.convolution``.
+    """
+    if algo not in ALGOS:
+        raise ValueError(f"fftconv.conv2d: unknown algo {algo!r}; expected one of {ALGOS}")
+    if not isinstance(input, torch.Tensor) or not isinstance(weight, torch.Tensor):
+        raise TypeError("fftconv.conv2d: input and weight must be tensors, got "
+                        f"{type(input).__name__} and {type(weight).__name__}")
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise TypeError(f"fftconv.conv2d: groups must be an int, got {type(groups).__name__}")
+    stride = _pair(stride, "stride")
+    dilation = _pair(dilation, "dilation")
+    unbatched = input.dim() == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    elif input.dim() != 4:
+        raise RuntimeError(f"fftconv.conv2d: expected 3-D (unbatched) or 4-D (batched) input, got "
+                           f"input of size {tuple(input.shape)}")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0]
+        elif padding == "same":
+            if stride != [1, 1]:
+                raise RuntimeError("fftconv.conv2d: padding='same' is not supported for strided "
+                                   "convolutions")
+            if weight.dim() != 4:
+                raise RuntimeError(f"fftconv.conv2d: expected a 4-D weight, got {weight.dim()}-D")
+            (bh, ah), (bw, aw) = _same_padding(weight, dilation)
+            if bh != ah or bw != aw:
+                # An even dilated extent: torch pads the extra row or column after the image.
+                input = F.pad(input, [0, aw - bw, 0, ah - bh])
+            padding = [bh, bw]
+        else:
+            raise ValueError(f"fftconv.conv2d: invalid padding string {padding!r}, should be one of "
+                             "{'valid', 'same'}")
+    else:
+        padding = _pair(padding, "padding")
+    out = _conv2d(input, weight, bias, stride, padding, dilation, groups, algo)
+    return out.squeeze(0) if unbatched else out

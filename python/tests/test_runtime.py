@@ -1,0 +1,268 @@
+"""Runtime rules: the plan cache, frozen filters, autocast, torch.compile, CUDA graphs, DDP."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import fftconv
+from conftest import DEVICES, TOL, needs_cuda, rel_l2
+
+cache = fftconv.backends.plan_cache
+
+
+def cache_of(device):
+    return cache["cpu"] if device == "cpu" else cache[torch.device(device)]
+
+
+# ---- plan cache ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_plan_cache_size_limit_and_clear(device):
+    c = cache_of(device)
+    c.clear()
+    assert c.size == 0
+    x = torch.randn(1, 1, 24, 24, device=device)
+    for r in (9, 11, 13):
+        fftconv.conv2d(x, torch.randn(1, 1, r, r, device=device), algo="fft")
+    assert c.size == 3
+    fftconv.conv2d(x, torch.randn(1, 1, 9, 9, device=device), algo="fft")  # a hit
+    assert c.size == 3
+    old = c.max_size
+    try:
+        c.max_size = 2
+        assert c.size == 2
+        with pytest.raises(ValueError):
+            c.max_size = -1
+    finally:
+        c.max_size = old
+    c.clear()
+    assert c.size == 0
+    assert "max_size" in repr(c)
+
+
+def test_plan_cache_indexing():
+    assert cache["cpu"].max_size == cache[torch.device("cpu")].max_size
+    with pytest.raises(ValueError):
+        cache[torch.device("meta")]
+
+
+# ---- frozen filters ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_frozen_filter_is_kept_and_refreshed_on_change(device):
+    c = cache_of(device)
+    c.clear()
+    x = torch.randn(2, 3, 40, 40, device=device)
+    w = torch.randn(3, 1, 21, 21, device=device)  # requires_grad=False: a frozen filter
+
+    def check():
+        y = fftconv.conv2d(x, w, padding=10, groups=3, algo="fft")
+        assert rel_l2(y, F.conv2d(x.double(), w.double(), padding=10, groups=3)) <= 1e-5
+
+    check()
+    assert c.size == 1  # seen once: the shared plan, filter given per call
+    check()
+    assert c.size == 2  # seen twice: a plan of its own that keeps the filter's spectrum
+    check()
+    assert c.size == 2
+    with torch.no_grad():
+        w.mul_(-0.5)  # an in-place change bumps the version counter: the spectrum is refreshed
+    check()
+    w.copy_(torch.randn_like(w))
+    check()
+    assert c.size == 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_filter_tensors_do_not_fill_the_cache(device):
+    c = cache_of(device)
+    c.clear()
+    x = torch.randn(1, 1, 32, 32, device=device)
+    for _ in range(6):
+        w = torch.randn(1, 1, 17, 17, device=device)
+        y = fftconv.conv2d(x, w, padding=8, algo="fft")
+        assert rel_l2(y, F.conv2d(x.double(), w.double(), padding=8)) <= 1e-5
+    assert c.size == 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_frozen_filter_backward_data(device):
+    x = torch.randn(2, 2, 36, 36, device=device, requires_grad=True)
+    w = torch.randn(2, 1, 25, 25, device=device)
+    for _ in range(3):  # the third call runs with the kept spectrum
+        x.grad = None
+        fftconv.conv2d(x, w, padding=12, groups=2, algo="fft").square().sum().backward()
+        xd = x.detach().double().requires_grad_()
+        F.conv2d(xd, w.double(), padding=12, groups=2).square().sum().backward()
+        assert rel_l2(x.grad, xd.grad) <= 1e-5
+
+
+# ---- autocast ------------------------------------------------------------------------------------
+
+@needs_cuda
+def test_autocast_fp16_with_grad_scaler():
+    torch.manual_seed(3)
+    mod = fftconv.nn.FFTConv2d(4, 4, 31, padding=15, groups=4).cuda()
+    ref = nn.Conv2d(4, 4, 31, padding=15, groups=4).cuda()
+    ref.load_state_dict(mod.state_dict())
+    scaler = torch.amp.GradScaler("cuda")
+    x = torch.randn(2, 4, 48, 48, device="cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        y = mod(x)
+        yr = ref(x)
+    assert y.dtype == torch.float16 and yr.dtype == torch.float16
+    exact = F.conv2d(x.half().double(), mod.weight.half().double(), mod.bias.half().double(),
+                     padding=15, groups=4)
+    assert rel_l2(y, exact) <= TOL[torch.float16]
+    scaler.scale(y.float().square().mean()).backward()
+    assert mod.weight.grad.dtype == torch.float32 and mod.bias.grad.dtype == torch.float32
+    scaler.scale(yr.float().square().mean()).backward()
+    assert rel_l2(mod.weight.grad, ref.weight.grad) <= 5e-3
+
+
+def test_autocast_cpu_bfloat16_like_f_conv2d():
+    x = torch.randn(1, 2, 30, 30)
+    w = torch.randn(2, 2, 15, 15)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = fftconv.conv2d(x, w, padding=7)
+        yr = F.conv2d(x, w, padding=7)
+    assert y.dtype == yr.dtype == torch.bfloat16
+    assert rel_l2(y, F.conv2d(x.bfloat16().double(), w.bfloat16().double(), padding=7)) <= 1.6e-2
+
+
+# ---- torch.compile -------------------------------------------------------------------------------
+
+class Model(nn.Module):
+    """The trap of reduce-overhead: an op after an nn.Linear must run on the current stream."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 32 * 32)
+        self.conv = fftconv.nn.FFTConv2d(1, 2, 17, padding=8, algo="fft")
+
+    def forward(self, z):
+        return self.conv(self.lin(z).view(-1, 1, 32, 32)).relu()
+
+
+def compile_backends(device):
+    # On the CPU aot_eager traces exactly what inductor would (fake kernels, autograd) without a
+    # C++ compile of the generated code; the GPU run uses inductor.
+    return ["inductor"] if device == "cuda" else ["aot_eager"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph_forward_and_backward(device):
+    torch._dynamo.reset()
+    for backend in compile_backends(device):
+        model = Model().to(device)
+        compiled = torch.compile(model, fullgraph=True, backend=backend)
+        for _ in range(2):
+            z = torch.randn(3, 32, device=device, requires_grad=True)
+            y = compiled(z)
+            y.sum().backward()
+            gz, gw = z.grad.clone(), model.conv.weight.grad.clone()
+            z.grad = None
+            model.zero_grad()
+            ye = model(z)
+            ye.sum().backward()
+            assert rel_l2(y, ye) <= 1e-5
+            assert rel_l2(gz, z.grad) <= 1e-5 and rel_l2(gw, model.conv.weight.grad) <= 1e-5
+            model.zero_grad()
+
+
+@needs_cuda
+def test_compile_dynamic_shapes():
+    torch._dynamo.reset()
+    f = torch.compile(lambda x, w: fftconv.conv2d(x, w, padding=7), fullgraph=True, dynamic=True)
+    w = torch.randn(2, 1, 15, 15, device="cuda")
+    for h in (30, 41):
+        x = torch.randn(2, 1, h, h + 3, device="cuda")
+        assert rel_l2(f(x, w), F.conv2d(x.double(), w.double(), padding=7)) <= 1e-5
+
+
+@needs_cuda
+def test_compile_reduce_overhead():
+    torch._dynamo.reset()
+    model = Model().cuda().eval()
+    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    with torch.no_grad():
+        for _ in range(5):
+            z = torch.randn(4, 32, device="cuda")
+            assert rel_l2(compiled(z).clone(), model(z)) <= 1e-5
+
+
+# ---- CUDA graphs ---------------------------------------------------------------------------------
+
+@needs_cuda
+def test_graph_capture_of_forward_and_backward_replays():
+    torch.manual_seed(5)
+    model = fftconv.nn.FFTConv2d(3, 4, 25, padding=12).cuda()
+    static_x = torch.randn(2, 3, 56, 56, device="cuda", requires_grad=True)
+    static_g = torch.randn(2, 4, 56, 56, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm-up: plans are built here, never during capture
+            model(static_x).backward(static_g)
+    torch.cuda.current_stream().wait_stream(side)
+    model.zero_grad(set_to_none=True)
+    static_x.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = model(static_x)
+        static_y.backward(static_g)
+    for _ in range(3):
+        with torch.no_grad():
+            static_x.copy_(torch.randn_like(static_x))
+            static_g.copy_(torch.randn_like(static_g))
+        graph.replay()
+        torch.cuda.synchronize()
+        xd = static_x.detach().double().requires_grad_()
+        wd = model.weight.detach().double().requires_grad_()
+        yd = F.conv2d(xd, wd, model.bias.detach().double(), padding=12)
+        yd.backward(static_g.double())
+        assert rel_l2(static_y, yd) <= 1e-5
+        assert rel_l2(static_x.grad, xd.grad) <= 1e-5
+        assert rel_l2(model.weight.grad, wd.grad) <= 1e-5
+
+
+@needs_cuda
+def test_plan_missing_during_capture_is_a_clear_error():
+    x = torch.randn(1, 1, 77, 79, device="cuda")
+    w = torch.randn(1, 1, 23, 23, device="cuda")
+    fftconv.backends.plan_cache.clear()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="run the model once before capture"):
+        with torch.cuda.graph(graph):
+            fftconv.conv2d(x, w, algo="fft")
+
+
+# ---- DistributedDataParallel, world size 1 ------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ddp_world_size_one(device, tmp_path):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    backend = "nccl" if device == "cuda" else "gloo"
+    if not dist.is_available() or (backend == "nccl" and not dist.is_nccl_available()):
+        pytest.skip(f"torch.distributed with {backend} is not available")
+    dist.init_process_group(backend, init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        torch.manual_seed(7)
+        plain = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(),
+                              nn.Conv2d(4, 4, 21, padding=10, groups=4)).to(device)
+        model = fftconv.nn.convert(
+            nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(4, 4, 21, padding=10, groups=4))).to(device)
+        model.load_state_dict(plain.state_dict())
+        ddp = DDP(model, device_ids=[0] if device == "cuda" else None)
+        x = torch.randn(3, 2, 40, 40, device=device)
+        ddp(x).square().mean().backward()
+        plain(x).square().mean().backward()
+        for p, q in zip(model.parameters(), plain.parameters()):
+            assert rel_l2(p.grad, q.grad) <= 1e-5
+    finally:
+        dist.destroy_process_group()
