@@ -5,6 +5,7 @@
 # on the GPU and the CPU backend, and leaves logs and JSON under $OUT (default: ./gpu-out).
 #
 #   scripts/gpu_check.sh                 # every step: build test bench dtypes gbench torch report blur main
+#                                        #   python torchops example
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
@@ -24,7 +25,10 @@
 # --stages in both dtype orders), gbench
 # (fftconv_gbench, one JSON per pass), torch
 # (bench/torch_baseline.py), report (bench_report and bench_compare), blur (fftconv-blur and the
-# landmark example on both backends), main (the README's main job, scripts/main_job.sh).
+# landmark example on both backends), main (the README's main job, scripts/main_job.sh), python
+# (the Python package installed by pip from this tree into $BUILD-pip, its pytest run against
+# that install: pytest-torch.txt), torchops (bench/torch_ops.py, fftconv.conv2d against F.conv2d
+# interleaved: torch-ops.json), example (apps/examples/landmark_train.py: the two loss curves).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -44,7 +48,7 @@ set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main python torchops example}
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
 status=0
@@ -53,6 +57,7 @@ status=0
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
   nvcc --version 2>&1 | tail -2
+  echo "CXX=${CXX:-} $(${CXX:-c++} --version | head -1); python3 $(command -v python3)"
   cmake --version | head -1
   git rev-parse HEAD 2>/dev/null || true
   git status --porcelain 2>/dev/null | head -20 || true
@@ -109,13 +114,15 @@ if compgen -G "$DEB_DIR/*.deb" >/dev/null; then
 fi
 
 if step build; then
+  # The python3 on PATH is the one with torch: the extension and the Python tests use it.
   if ! { cmake -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
            -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" \
+           -DPython_EXECUTABLE="$(command -v python3)" -DPython3_EXECUTABLE="$(command -v python3)" \
            ${FFTCONV_STB_INCLUDE_DIR:+-DFFTCONV_STB_INCLUDE_DIR="$FFTCONV_STB_INCLUDE_DIR"} &&
          cmake --build "$BUILD" -j "$JOBS"; } >"$OUT/build.log" 2>&1; then
     echo "BUILD FAILED"; grep -E "error|Error" "$OUT/build.log" | head -40; exit 1
   fi
-  echo "build ok"
+  echo "build ok"; grep -E "fftconv: (Python|python3)" "$OUT/build.log"
 fi
 
 if step test; then
@@ -233,6 +240,39 @@ fi
 if step main; then
   FFTCONV_BUILD="$BUILD" limited main scripts/main_job.sh >"$OUT/main-job.txt" 2>&1 || status=1
   cat "$OUT/main-job.txt"
+fi
+
+if step python; then
+  # The package as a user installs it (pip over scikit-build-core, against this python3's torch),
+  # then its tests against that install; the extension's load dependencies and exports first.
+  PIP_TARGET="$PWD/$BUILD-pip"
+  rm -rf "$PIP_TARGET"
+  if limited python python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+       --target "$PIP_TARGET" . >"$OUT/pip-install.log" 2>&1; then
+    ext=$(ls "$PIP_TARGET"/fftconv/_C*.so)
+    { ldd "$ext"; nm -D --defined-only "$ext"; } >"$OUT/extension.txt" 2>&1
+    grep -E "libstdc|not found" "$OUT/extension.txt"
+    PYTHONPATH="$PIP_TARGET" FFTCONV_LIBRARY="$PWD/$BUILD/lib/libfftconv.so" PYTHONDONTWRITEBYTECODE=1 \
+      limited python python3 -m pytest -v -rs -p no:cacheprovider python/tests \
+      >"$OUT/pytest-torch.txt" 2>&1 || status=1
+    tail -15 "$OUT/pytest-torch.txt"
+  else
+    status=1; echo "pip install failed"; tail -30 "$OUT/pip-install.log"
+  fi
+fi
+# The package from the build tree (the python step's install where it ran).
+PKG_PATH="$PWD/$BUILD/python"
+[ -d "$PWD/$BUILD-pip/fftconv" ] && PKG_PATH="$PWD/$BUILD-pip"
+if step torchops; then
+  PYTHONPATH="$PKG_PATH" limited torchops python3 bench/torch_ops.py --shapes data/shapes/suite.csv \
+    --cpp-bench "$BUILD/apps/fftconv-bench" ${FFTCONV_TORCHOPS_ARGS:-} \
+    --out "$OUT/torch-ops.json" >"$OUT/torch-ops.txt" 2>&1 || status=1
+  tail -60 "$OUT/torch-ops.txt"
+fi
+if step example; then
+  PYTHONPATH="$PKG_PATH" limited example python3 apps/examples/landmark_train.py \
+    --json "$OUT/landmark-train.json" >"$OUT/landmark-train.txt" 2>&1 || status=1
+  tail -25 "$OUT/landmark-train.txt"
 fi
 echo "gpu_check status $status"
 exit $status
