@@ -1,9 +1,14 @@
 // The Python module fftconv._C. Importing it registers the operators (their TORCH_LIBRARY blocks
-// run as the library loads); its functions control the plan cache (fftconv.backends.plan_cache).
-// Plain CPython API: the module needs neither pybind11 nor libtorch_python.
+// run as the library loads); its functions control the plan cache (fftconv.backends.plan_cache)
+// and give fftconv.conv2d a direct way into the dispatcher.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <array>
 #include <exception>
 
 #include "plan_cache.h"
@@ -64,7 +69,71 @@ PyObject* build_info(PyObject*, PyObject*) {
                        FFTCONV_WITH_CUDNN ? Py_True : Py_False);
 }
 
+// ---- conv2d without torch.ops' generic argument parsing ---------------------------------------
+// _conv2d(input, weight, bias, stride, padding, dilation, groups, algo): the same call of the
+// operator fftconv::conv2d through the dispatcher (autograd, autocast and dispatch modes apply),
+// for exact torch.Tensor arguments outside torch.compile; fftconv.conv2d decides when.
+
+bool parse_pair(PyObject* o, const char* name, std::array<int64_t, 2>& out) {
+  if (PyLong_Check(o)) {
+    out[0] = out[1] = PyLong_AsLongLong(o);
+    return !PyErr_Occurred();
+  }
+  if ((PyTuple_Check(o) || PyList_Check(o)) && PySequence_Size(o) == 2) {
+    for (Py_ssize_t i = 0; i < 2; ++i) {
+      PyObject* e = PySequence_Fast_GET_ITEM(o, i);  // tuples and lists only
+      if (!PyLong_Check(e)) break;
+      out[i] = PyLong_AsLongLong(e);
+      if (i == 1) return !PyErr_Occurred();
+    }
+  }
+  PyErr_Format(PyExc_TypeError, "fftconv.conv2d: %s must be an int or a pair of ints", name);
+  return false;
+}
+
+PyObject* conv2d_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != 8) {
+    PyErr_SetString(PyExc_TypeError, "_conv2d takes 8 arguments");
+    return nullptr;
+  }
+  if (!THPVariable_Check(args[0]) || !THPVariable_Check(args[1]) ||
+      (args[2] != Py_None && !THPVariable_Check(args[2]))) {
+    PyErr_SetString(PyExc_TypeError, "fftconv.conv2d: input, weight and bias must be tensors");
+    return nullptr;
+  }
+  std::array<int64_t, 2> stride{}, padding{}, dilation{};
+  if (!parse_pair(args[3], "stride", stride) || !parse_pair(args[4], "padding", padding) ||
+      !parse_pair(args[5], "dilation", dilation)) {
+    return nullptr;
+  }
+  const int64_t groups = PyLong_AsLongLong(args[6]);
+  if (groups == -1 && PyErr_Occurred()) return nullptr;
+  Py_ssize_t algo_len = 0;
+  const char* algo = PyUnicode_AsUTF8AndSize(args[7], &algo_len);
+  if (algo == nullptr) return nullptr;
+  const at::Tensor& x = THPVariable_Unpack(args[0]);
+  const at::Tensor& w = THPVariable_Unpack(args[1]);
+  std::optional<at::Tensor> b;
+  if (args[2] != Py_None) b = THPVariable_Unpack(args[2]);
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("fftconv::conv2d", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                            at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
+                            c10::string_view)>();
+  at::Tensor y;
+  {
+    const pybind11::gil_scoped_release no_gil;
+    y = op.call(x, w, b, stride, padding, dilation, groups, c10::string_view(algo, algo_len));
+  }
+  return THPVariable_Wrap(std::move(y));
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef methods[] = {
+    {"_conv2d", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(conv2d_fast)),
+     METH_FASTCALL, "fftconv::conv2d through the dispatcher, for fftconv.conv2d."},
     {"_plan_cache_size", cache_size, METH_VARARGS, "Plans in the cache of a device (-1: CPU)."},
     {"_plan_cache_max_size", cache_max_size, METH_VARARGS, "Capacity of a device's cache."},
     {"_plan_cache_set_max_size", cache_set_max_size, METH_VARARGS, "Sets the capacity."},

@@ -164,11 +164,12 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
                  const at::Tensor& frozen, const at::Tensor& frozen_contiguous,
                  cudaStream_t stream) {
   PlanCache& cache = plan_cache(device);
-  const bool capturing = is_capturing(backend, stream);
+  // Asked only where something would be built: a hit costs no CUDA call.
+  auto capturing = [&] { return is_capturing(backend, stream); };
   PlanKey key{d, pass, algo, nullptr};
   std::shared_ptr<PlanEntry> shared = cache.find(key);
   if (!shared) {
-    if (capturing) capture_miss(d, pass, "no plan");
+    if (capturing()) capture_miss(d, pass, "no plan");
     shared = cache.insert(key, build_entry(d, pass, algo, backend));
   }
   if (!frozen.defined() || shared->use_aten) return {shared, false};
@@ -203,13 +204,13 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
         return {shared, false};
       }
     }
-    if (capturing) return {shared, false};  // no set-up during capture: run with the filter given
+    if (capturing()) return {shared, false};  // no set-up during capture: run with the filter given
     kept = cache.insert(kept_key, build_entry(d, pass, algo, backend));
     if (kept->use_aten) return {kept, false};
   }
   std::lock_guard<std::mutex> lock(kept->mutex);
   if (!kept->kept.same(storage, data, version)) {
-    if (capturing) capture_miss(d, pass, "a changed frozen filter");
+    if (capturing()) capture_miss(d, pass, "a changed frozen filter");
     try {
       kept->plan->set_filter(frozen_contiguous.data_ptr(), stream);
     } catch (const Error& err) {
