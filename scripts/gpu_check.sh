@@ -5,7 +5,7 @@
 # on the GPU and the CPU backend, and leaves logs and JSON under $OUT (default: ./gpu-out).
 #
 #   scripts/gpu_check.sh                 # every step: build test bench dtypes gbench torch report blur main
-#                                        #   python torchops example
+#                                        #   python example torchops
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
@@ -28,7 +28,8 @@
 # landmark example on both backends), main (the README's main job, scripts/main_job.sh), python
 # (the Python package installed by pip from this tree into $BUILD-pip, its pytest run against
 # that install: pytest-torch.txt), torchops (bench/torch_ops.py, fftconv.conv2d against F.conv2d
-# interleaved: torch-ops.json), example (apps/examples/landmark_train.py: the two loss curves).
+# interleaved: torch-ops.json, after bench/torch_host_cost.py: host-cost.json), pytest (the
+# package's tests against the build tree's extension: pytest-torch.txt), example (apps/examples/landmark_train.py: the two loss curves).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -48,7 +49,8 @@ set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main python torchops example}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main python example torchops}
+# (pytest: the package's tests against the build tree instead of a pip install; not by default.)
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
 status=0
@@ -260,19 +262,32 @@ if step python; then
     status=1; echo "pip install failed"; tail -30 "$OUT/pip-install.log"
   fi
 fi
+if step pytest; then
+  # The package's tests against the extension of the build tree (faster than the python step).
+  PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" FFTCONV_LIBRARY="$PWD/$BUILD/lib/libfftconv.so" \
+    PYTHONDONTWRITEBYTECODE=1 limited pytest python3 -m pytest -v -rs -p no:cacheprovider python/tests \
+    >"$OUT/pytest-torch.txt" 2>&1 || status=1
+  tail -4 "$OUT/pytest-torch.txt"
+fi
 # The package from the build tree (the python step's install where it ran).
 PKG_PATH="$PWD/$BUILD/python"
 [ -d "$PWD/$BUILD-pip/fftconv" ] && PKG_PATH="$PWD/$BUILD-pip"
-if step torchops; then
-  PYTHONPATH="$PKG_PATH" limited torchops python3 bench/torch_ops.py --shapes data/shapes/suite.csv \
-    --cpp-bench "$BUILD/apps/fftconv-bench" ${FFTCONV_TORCHOPS_ARGS:-} \
-    --out "$OUT/torch-ops.json" >"$OUT/torch-ops.txt" 2>&1 || status=1
-  tail -60 "$OUT/torch-ops.txt"
-fi
 if step example; then
   PYTHONPATH="$PKG_PATH" limited example python3 apps/examples/landmark_train.py \
     --json "$OUT/landmark-train.json" >"$OUT/landmark-train.txt" 2>&1 || status=1
   tail -25 "$OUT/landmark-train.txt"
+fi
+if step torchops; then
+  # Where the host time of a forward call goes (the engine's C API call against each layer
+  # above it), then the interleaved benchmark.
+  PYTHONPATH="$PKG_PATH" limited torchops python3 bench/torch_host_cost.py \
+    --library "$BUILD/lib/libfftconv.so" --filter "${FFTCONV_HOST_COST_ROWS:-seed3|landmark|replknet|slak}" \
+    --out "$OUT/host-cost.json" >"$OUT/host-cost.txt" 2>&1 || status=1
+  cat "$OUT/host-cost.txt"
+  PYTHONPATH="$PKG_PATH" limited torchops python3 bench/torch_ops.py --shapes data/shapes/suite.csv \
+    ${FFTCONV_TORCHOPS_ARGS:---cpp-bench $BUILD/apps/fftconv-bench} \
+    --out "$OUT/torch-ops.json" >"$OUT/torch-ops.txt" 2>&1 || status=1
+  tail -60 "$OUT/torch-ops.txt"
 fi
 echo "gpu_check status $status"
 exit $status

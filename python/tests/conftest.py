@@ -45,7 +45,7 @@ def _strict_fp32():
 
 
 def rel_l2(a, b):
-    a, b = a.double(), b.double()
+    a, b = a.detach().cpu().double(), b.detach().cpu().double()
     return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
 
 
