@@ -74,20 +74,21 @@ PyObject* build_info(PyObject*, PyObject*) {
 // operator fftconv::conv2d through the dispatcher (autograd, autocast and dispatch modes apply),
 // for exact torch.Tensor arguments outside torch.compile; fftconv.conv2d decides when.
 
+// An int, or a tuple or list of one or two ints (F.conv2d's forms).
 bool parse_pair(PyObject* o, const char* name, std::array<int64_t, 2>& out) {
   if (PyLong_Check(o)) {
     out[0] = out[1] = PyLong_AsLongLong(o);
     return !PyErr_Occurred();
   }
-  if ((PyTuple_Check(o) || PyList_Check(o)) && PySequence_Size(o) == 2) {
-    for (Py_ssize_t i = 0; i < 2; ++i) {
-      PyObject* e = PySequence_Fast_GET_ITEM(o, i);  // tuples and lists only
-      if (!PyLong_Check(e)) break;
-      out[i] = PyLong_AsLongLong(e);
-      if (i == 1) return !PyErr_Occurred();
-    }
+  const Py_ssize_t n = (PyTuple_Check(o) || PyList_Check(o)) ? PySequence_Fast_GET_SIZE(o) : 0;
+  bool ok = n == 1 || n == 2;
+  for (Py_ssize_t i = 0; ok && i < 2; ++i) {
+    PyObject* e = PySequence_Fast_GET_ITEM(o, n == 1 ? 0 : i);  // tuples and lists only
+    ok = PyLong_Check(e);
+    if (ok) out[i] = PyLong_AsLongLong(e);
   }
-  PyErr_Format(PyExc_TypeError, "fftconv.conv2d: %s must be an int or a pair of ints", name);
+  if (ok) return !PyErr_Occurred();
+  PyErr_Format(PyExc_ValueError, "fftconv.conv2d: expected %s to be an int or a pair of ints", name);
   return false;
 }
 

@@ -46,6 +46,16 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
     arithmetic inside); other floating types go to ``aten.convolution``.
     """
+    # The common call, checked in C++: plain tensors, a 4-D input, numeric padding, eager mode.
+    if (type(input) in _PLAIN and type(weight) in _PLAIN and (bias is None or type(bias) in _PLAIN)
+            and type(padding) is not str and input.dim() == 4 and not _compiling()
+            and not _function_mode()):
+        return _conv2d_direct(input, weight, bias, stride, padding, dilation, groups, algo)
+    return _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo)
+
+
+def _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo):
+    """Every other form: unbatched input, padding strings, tensor subclasses, torch.compile."""
     if algo not in ALGOS:
         raise ValueError(f"fftconv.conv2d: unknown algo {algo!r}; expected one of {ALGOS}")
     if not isinstance(input, torch.Tensor) or not isinstance(weight, torch.Tensor):
@@ -80,9 +90,5 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
                              "{'valid', 'same'}")
     else:
         padding = _pair(padding, "padding")
-    if (type(input) in _PLAIN and type(weight) in _PLAIN and (bias is None or type(bias) in _PLAIN)
-            and not _compiling() and not _function_mode()):
-        out = _conv2d_direct(input, weight, bias, stride, padding, dilation, groups, algo)
-    else:
-        out = _conv2d(input, weight, bias, stride, padding, dilation, groups, algo)
+    out = _conv2d(input, weight, bias, stride, padding, dilation, groups, algo)
     return out.squeeze(0) if unbatched else out
