@@ -266,3 +266,43 @@ def test_ddp_world_size_one(device, tmp_path):
             assert rel_l2(p.grad, q.grad) <= 1e-5
     finally:
         dist.destroy_process_group()
+
+
+# ---- threads -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_share_the_plan_cache(device):
+    """Eight threads call one cache at once (plans built and found concurrently, the GIL released
+    inside the call); every result is right."""
+    import contextlib
+    import threading
+
+    cache_of(device).clear()
+    sizes = [(24, 9), (30, 11), (28, 15), (24, 9)]
+    errors = []
+
+    def work(i):
+        try:
+            for j in range(6):
+                h, r = sizes[(i + j) % len(sizes)]
+                # On the GPU each thread has its own stream (inputs made on it too).
+                stream = torch.cuda.Stream() if device == "cuda" else None
+                with torch.cuda.stream(stream) if stream else contextlib.nullcontext():
+                    x = torch.randn(2, 2, h, h, device=device)
+                    w = torch.randn(2, 1, r, r, device=device)
+                    y = fftconv.conv2d(x, w, padding=r // 2, groups=2, algo="fft")
+                if stream:
+                    stream.synchronize()
+                e = rel_l2(y, F.conv2d(x.double(), w.double(), padding=r // 2, groups=2))
+                if e > 1e-5:
+                    errors.append(f"thread {i} call {j}: rel-L2 {e:.3g}")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(f"thread {i}: {exc!r}")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert cache_of(device).size == 3
