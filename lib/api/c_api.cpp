@@ -14,6 +14,17 @@ struct fftconv_plan {
 
 namespace {
 
+// The int a C caller stored in an enum field: reading it as the enum type would be undefined
+// for values outside the enum's range (the C++ side then rejects them by name).
+template <typename E>
+int raw_enum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
+
 thread_local std::string g_last_error;
 
 // The C enums mirror the C++ ones value for value: the last member of each must agree.
@@ -69,7 +80,7 @@ fftconv::ConvDesc to_cpp(const fftconv_conv_desc_t& d) {
   c.dil_h = d.dil_h;
   c.dil_w = d.dil_w;
   c.groups = d.groups;
-  c.dtype = static_cast<fftconv::DType>(d.dtype);
+  c.dtype = static_cast<fftconv::DType>(raw_enum(d.dtype));
   return c;
 }
 
@@ -132,13 +143,13 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
   return guarded([&] {
     fftconv::Options o;
     if (options) {
-      o.algo = static_cast<fftconv::Algo>(options->algo);
+      o.algo = static_cast<fftconv::Algo>(raw_enum(options->algo));
       o.workspace_limit = options->workspace_limit;
       o.allow_tf32 = options->allow_tf32 != 0;
-      o.pass = static_cast<fftconv::Pass>(options->pass);
+      o.pass = static_cast<fftconv::Pass>(raw_enum(options->pass));
       o.dw_fp32 = options->dw_fp32 != 0;
-      o.backend = static_cast<fftconv::Backend>(options->backend);
-      o.tuning = static_cast<fftconv::Tuning>(options->tuning);
+      o.backend = static_cast<fftconv::Backend>(raw_enum(options->backend));
+      o.tuning = static_cast<fftconv::Tuning>(raw_enum(options->tuning));
       if (options->tuning_cache) o.tuning_cache = options->tuning_cache;
       o.fft_h = options->fft_h;
       o.fft_w = options->fft_w;
