@@ -14,11 +14,14 @@ image as small blobs, one colour (intensity) per landmark. Sample i of the run d
 
 The model is trained twice from the same initial parameters on the same batches: "torch" with
 torch.nn.Conv2d everywhere, "fftconv" after fftconv.nn.convert(model, min_kernel=15), which
-moves the 45x45 smoothing (every conv with a side >= 15) onto fftconv. The loss curves must agree
-to fp32 rounding: PASS when their largest relative difference is within the tolerance (1e-4 in
-fp32, looser under autocast; printed), else FAIL and exit status 1. TF32 is switched off in fp32
-so that cuDNN computes the torch variant in full fp32 too. Step times are medians over the steps
-after --warmup, synchronized per step on the GPU (data generation is not timed).
+moves the 45x45 smoothing (every conv with a side >= 15) onto fftconv. They must agree to fp32
+rounding: the gradients at the initial parameters (relative L2 difference) and the loss curves
+over the first --strict-steps steps (largest relative difference) within 1e-4 in fp32 (looser
+under autocast; printed). Later the curves drift apart slowly, as training amplifies rounding
+differences (with Adam, to ~1e-5..1e-2 after 300 steps in tests on the CPU), so the whole run
+only has a sanity bound of 0.1. PASS, or FAIL and exit status 1. TF32 is off, so that cuDNN
+computes the torch variant in full fp32 too. Step times are medians over the steps after
+--warmup, synchronized per step on the GPU (data generation is not timed).
 
   python3 apps/examples/landmark_train.py [--device cuda|cpu] [--batch 32] [--steps 300]
       [--seed 0] [--size 96] [--landmarks 68] [--channels 1] [--optim adam|sgd]
@@ -61,7 +64,10 @@ except ImportError as e:
 
 KERNEL, SIGMA = 45, 7.0  # the fixed smoothing layer
 BLOB_SIGMA = 1.5  # landmarks as drawn in the image
-TOLERANCE = {"fp32": 1e-4, "fp16": 2e-2, "bf16": 5e-2}  # relative, on the loss curves
+# Relative tolerances on the loss curves: over the first --strict-steps steps (rounding), and a
+# sanity bound over the whole run, where training has amplified the rounding differences.
+TOLERANCE = {"fp32": 1e-4, "fp16": 2e-2, "bf16": 5e-2}
+WHOLE_RUN = 0.1
 
 
 def face_template():
@@ -207,7 +213,19 @@ def train(model, data, args, device, rank, world):
 
 
 def max_rel_diff(a, b):
+    """Largest |u - v| / max(|u|, |v|) over the pairs; inf if a value is not finite or the lengths
+    differ."""
+    if len(a) != len(b) or not all(map(math.isfinite, [*a, *b])):
+        return math.inf
     return max((abs(u - v) / max(abs(u), abs(v), 1e-30) for u, v in zip(a, b)), default=0.0)
+
+
+def initial_gradient(model, x, y):
+    """The gradient of the loss at the initial parameters (fp32), flattened."""
+    F.mse_loss(model(x), y).backward()
+    grad = torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad]).double()
+    model.zero_grad(set_to_none=True)
+    return grad
 
 
 def main():
@@ -224,7 +242,8 @@ def main():
     p.add_argument("--width", type=int, default=32, help="hidden channels (default 32)")
     p.add_argument("--depth", type=int, default=4, help="3x3 conv + ReLU layers (default 4)")
     p.add_argument("--optim", default="adam", choices=["adam", "sgd"])
-    p.add_argument("--lr", type=float, help="default 1e-4 for adam, 1e-3 for sgd (momentum 0.9)")
+    p.add_argument("--lr", type=float, help="default 1e-4 for adam, 1e-3 for sgd (momentum 0.9), "
+                   "tuned at 96x96; lower it where the loss diverges")
     p.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"],
                    help="fp32 (default), or autocast to fp16 (GradScaler; CUDA only) or bf16")
     p.add_argument("--amp", action="store_true", help="the same as --dtype fp16")
@@ -232,6 +251,8 @@ def main():
                    help="fftconv's algorithm for the converted layers (default auto)")
     p.add_argument("--only", choices=["torch", "fftconv"], help="train one variant only")
     p.add_argument("--print-every", type=int, default=25, help="default 25")
+    p.add_argument("--strict-steps", type=int, default=50, metavar="N",
+                   help="steps whose losses must agree to the rounding tolerance (default 50)")
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the timing (5)")
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel (under torchrun)")
     p.add_argument("--json", metavar="PATH", help="write the curves, step times and checksums")
@@ -246,8 +267,12 @@ def main():
     if args.dtype == "fp16" and args.device == "cpu":
         p.error("--dtype fp16 / --amp: CUDA only (PyTorch's grouped fp16 convolution on the CPU, "
                 "the torch variant's 45x45 layer, takes minutes); use --dtype bf16 on the CPU")
-    if min(args.batch, args.steps, args.size, args.print_every) < 1 or args.warmup < 0:
-        p.error("--batch, --steps, --size and --print-every must be positive, --warmup >= 0")
+    if min(args.batch, args.steps, args.size, args.print_every, args.strict_steps) < 1:
+        p.error("--batch, --steps, --size, --print-every and --strict-steps must be positive")
+    if args.warmup < 0:
+        p.error("--warmup must be >= 0")
+    if args.ddp and not all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")):
+        p.error("--ddp: RANK, WORLD_SIZE and LOCAL_RANK are not set; run under torchrun")
 
     rank, world = 0, 1
     device = torch.device(args.device)
@@ -266,10 +291,10 @@ def main():
             torch.distributed.destroy_process_group()
             return 2
     say = print if rank == 0 else (lambda *a, **k: None)
-    if args.dtype == "fp32":  # cuDNN's convolutions in full fp32, as fftconv's FFT
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-    tol = TOLERANCE[args.dtype]
+    # cuDNN's fp32 convolutions in full fp32, as fftconv's FFT (autocast's run in half anyway).
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    tol, strict = TOLERANCE[args.dtype], min(args.strict_steps, args.steps)
 
     torch.manual_seed(args.seed)
     base = LandmarkNet(args.channels, args.landmarks, args.width, args.depth)
@@ -283,7 +308,8 @@ def main():
     say(f"smoothing: depthwise {KERNEL}x{KERNEL} Gaussian (sigma {SIGMA:g}), frozen; "
         f"{sum(p.numel() for p in base.parameters() if p.requires_grad)} trainable parameters")
 
-    results = {}
+    results, local = {}, args.batch // world
+    first_batch = data.batch(range(rank * local, (rank + 1) * local), device)
     for name in variants:
         model = copy.deepcopy(base)
         if name == "fftconv":
@@ -291,10 +317,12 @@ def main():
             converted = [n for n, m in model.named_modules() if isinstance(m, fftconv.nn.FFTConv2d)]
             say(f"fftconv: converted {', '.join(converted)} (algo {args.algo})")
         model.to(device)
+        grad = initial_gradient(model, *first_batch)
         losses, times = train(model, data, args, device, rank, world)
         timed = times[args.warmup:] if len(times) > args.warmup else times
-        results[name] = {"losses": losses, "step_ms": times, "median_ms": statistics.median(timed),
-                         "checksum": checksum(model), "state_dict": model.state_dict()}
+        results[name] = {"grad": grad, "losses": losses, "step_ms": times,
+                         "median_ms": statistics.median(timed), "checksum": checksum(model),
+                         "state_dict": model.state_dict()}
 
     say(f"\n{'step':>6}" + "".join(f"{'loss ' + v:>16}" for v in variants)
         + (f"{'rel diff':>11}" if len(variants) == 2 else ""))
@@ -313,43 +341,57 @@ def main():
         say(f"  speed-up: {results['torch']['median_ms'] / results['fftconv']['median_ms']:.2f}x")
 
     ok, checks = True, {}
+
+    def check(key, label, value, bound, kind="tolerance", indent="  "):
+        nonlocal ok
+        good = value <= bound  # False for nan
+        ok &= good
+        checks[key] = {"value": value, "bound": bound, "pass": good}
+        say(f"{indent}{label}: {value:.3e} ({kind} {bound:g}) {'PASS' if good else 'FAIL'}")
+
+    def compare_curves(key, a, b, indent="  "):
+        check(f"{key}_first_{strict}_steps", f"losses, steps 1-{strict}, max relative difference",
+              max_rel_diff(a[:strict], b[:strict]), tol, indent=indent)
+        check(f"{key}_all_steps", f"losses, all {len(b)} steps (drift allowed), max relative "
+              "difference", max_rel_diff(a, b), WHOLE_RUN, "sanity bound", indent)
+
+    half = ", autocast: half-precision rounding" if args.dtype != "fp32" else ""
     if len(variants) == 2:
-        d = max_rel_diff(results["torch"]["losses"], results["fftconv"]["losses"])
-        checks["torch_vs_fftconv"] = d
-        ok &= d <= tol
-        say(f"\nmax relative difference of the loss curves, torch vs fftconv: {d:.3e} "
-            f"(tolerance {tol:g} for {args.dtype}"
-            f"{', loose: autocast rounds to half precision' if args.dtype != 'fp32' else ''}) "
-            f"{'PASS' if d <= tol else 'FAIL'}")
+        say(f"\ntorch vs fftconv ({args.dtype}{half}):")
+        ga, gb = results["torch"]["grad"], results["fftconv"]["grad"]
+        check("initial_gradient", "fp32 gradient at the initial parameters, relative L2 "
+              "difference", ((ga - gb).norm() / ga.norm()).item(), TOLERANCE["fp32"])
+        compare_curves("torch_vs_fftconv", results["torch"]["losses"],
+                       results["fftconv"]["losses"])
     if args.reference and rank == 0:
         with open(args.reference) as f:
             ref = json.load(f)
+        say(f"\nreference {args.reference} (world size {ref.get('world_size')}):")
         same = ("batch", "steps", "seed", "size", "landmarks", "channels", "width", "depth",
                 "optim", "lr", "dtype")
         differ = [k for k in same if ref.get("args", {}).get(k) != getattr(args, k)]
         if differ:
             ok = False
-            say(f"reference {args.reference}: a different run ({', '.join(differ)} differ) FAIL")
+            say(f"  a different run: {', '.join(differ)} differ FAIL")
         for v in variants:
             if v not in ref.get("variants", {}):
-                say(f"reference {args.reference}: no {v} variant to compare")
+                say(f"  {v}: not in the reference")
                 continue
             rv = ref["variants"][v]
-            d = max_rel_diff(rv["losses"], results[v]["losses"])
-            if len(rv["losses"]) != len(results[v]["losses"]):
-                d = math.inf
+            say(f"  {v}:")
+            compare_curves(f"{v}_vs_reference", rv["losses"], results[v]["losses"], "    ")
             cs, rcs = results[v]["checksum"]["sum_sq"], rv["checksum"]["sum_sq"]
-            dc = abs(cs - rcs) / max(abs(rcs), 1e-30)
-            checks[f"{v}_vs_reference"] = max(d, dc)
-            good = max(d, dc) <= tol
-            ok &= good
-            say(f"{v} vs reference (world size {ref.get('world_size')}): loss curves {d:.3e}, "
-                f"sum of squares of the parameters {dc:.3e} (tolerance {tol:g}) "
-                f"{'PASS' if good else 'FAIL'}")
+            check(f"{v}_vs_reference_sum_sq", "final parameters' sum of squares, relative "
+                  "difference", abs(cs - rcs) / max(abs(rcs), 1e-30), WHOLE_RUN, "sanity bound",
+                  "    ")
+            same_bits = results[v]["checksum"]["sha256"] == rv["checksum"]["sha256"]
+            say(f"    final parameters bitwise {'equal' if same_bits else 'different'} (sha256)")
+    say(f"\n{'PASS' if ok else 'FAIL'}" if checks or not ok
+        else "\nnothing compared (one variant, no --reference)")
 
     if rank == 0 and args.json:
         out = {"args": {k: v for k, v in vars(args).items()}, "device": str(device),
-               "world_size": world, "tolerance": tol, "checks": checks, "pass": bool(ok),
+               "world_size": world, "checks": checks, "pass": bool(ok),
                "variants": {v: {k: r[k] for k in ("losses", "step_ms", "median_ms", "checksum")}
                             for v, r in results.items()}}
         with open(args.json, "w") as f:

@@ -54,6 +54,7 @@ def test_torch_and_fftconv_curves_agree(tmp_path):
     proc = run([*TINY, "--json", str(out)])
     data = json.loads(out.read_text())
     assert data["pass"] and data["world_size"] == 1
+    assert data["checks"]["initial_gradient"]["value"] <= RTOL
     assert_close(data["variants"]["torch"]["losses"], data["variants"]["fftconv"]["losses"])
     assert "PASS" in proc.stdout and "converted smooth" in proc.stdout
 
