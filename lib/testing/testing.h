@@ -86,6 +86,9 @@ struct ShapeRow {
 void PrintTo(const ShapeRow& row, std::ostream* os);
 /// Parses a suite file; throws std::runtime_error naming the file and line on malformed input.
 std::vector<ShapeRow> load_shapes(const std::string& path);
+/// Parses a suite from `in`, as load_shapes(path) does a file; errors name `source` (a path) in
+/// place of the file.
+std::vector<ShapeRow> load_shapes(std::istream& in, const std::string& source);
 /// Every row in each of `dtypes`, in row order (a row's variants together). A variant in the
 /// row's own dtype keeps its name; another is named after the row without a dtype suffix (_f32,
 /// _f16, _bf16) plus "_<dtype>" (none for f32). A variant whose descriptor is already present
