@@ -160,14 +160,13 @@ void TuningCache::refresh(bool force) {
   load(text.str());
 }
 
-void TuningCache::load(const std::string& text) {
-  const std::string where = "tuning cache " + path_ + ": ";
-  file_records_.clear();
-  writable_ = false;
+TuningCacheContent parse_tuning_cache(const std::string& text, const std::string& path) {
+  const std::string where = "tuning cache " + path + ": ";
+  TuningCacheContent content;
   // An empty file holds nothing to lose (e.g. made by touch): treat it as missing.
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    writable_ = true;
-    return;
+    content.writable = true;
+    return content;
   }
   Json doc;
   try {
@@ -179,27 +178,30 @@ void TuningCache::load(const std::string& text) {
     if (tag != std::string::npos) what = what.substr(tag + 2);
     // A file cut short (a writer killed mid-write) is the common case: say so first.
     if (e.byte >= text.size()) what = "unexpected end of input; " + what;
-    warn(where + "not valid JSON (" + what + "); ignoring it");
-    return;
+    content.warnings.push_back(where + "not valid JSON (" + what + "); ignoring it");
+    return content;
   }
   if (!doc.is_object()) {
-    warn(where + "not a tuning cache (the top level is not an object); ignoring it");
-    return;
+    content.warnings.push_back(where +
+                               "not a tuning cache (the top level is not an object); ignoring it");
+    return content;
   }
   const Json format = doc.value("format", Json());
   if (!format.is_string() || format.get<std::string>() != kFormat) {
-    warn(where + "\"format\" is " + quoted(format) + ", not \"" + kFormat + "\"; ignoring it");
-    return;
+    content.warnings.push_back(where + "\"format\" is " + quoted(format) + ", not \"" + kFormat +
+                               "\"; ignoring it");
+    return content;
   }
   const Json version = doc.value("version", Json());
   if (!version.is_number() || version.get<double>() != kVersion) {
-    warn(where + "\"version\" " + quoted(version) + " is not supported (expected 1); ignoring it");
-    return;
+    content.warnings.push_back(where + "\"version\" " + quoted(version) +
+                               " is not supported (expected 1); ignoring it");
+    return content;
   }
   const Json entries = doc.value("entries", Json());
   if (!entries.is_array()) {
-    warn(where + "\"entries\" is missing or not an array; ignoring it");
-    return;
+    content.warnings.push_back(where + "\"entries\" is missing or not an array; ignoring it");
+    return content;
   }
   int bad = 0;
   std::string first_problem;
@@ -210,18 +212,19 @@ void TuningCache::load(const std::string& text) {
       if (bad++ == 0) first_problem = "entry " + std::to_string(i) + ": " + problem;
       continue;
     }
-    upsert(file_records_, TuningRecord{e["device"].get<std::string>(), e["key"].get<std::string>(),
-                                       e["choice"].get<std::string>(), e["ms"].get<double>()});
+    upsert(content.records,
+           TuningRecord{e["device"].get<std::string>(), e["key"].get<std::string>(),
+                        e["choice"].get<std::string>(), e["ms"].get<double>()});
   }
   if (bad > 0) {
-    warn(where + "skipped " + std::to_string(bad) + " malformed entr" + (bad == 1 ? "y" : "ies") +
-         " (first: " + first_problem + ")");
+    content.warnings.push_back(where + "skipped " + std::to_string(bad) + " malformed entr" +
+                               (bad == 1 ? "y" : "ies") + " (first: " + first_problem + ")");
   }
-  writable_ = true;
+  content.writable = true;
+  return content;
 }
 
-bool TuningCache::write(const std::vector<TuningRecord>& records) {
-  static std::atomic<unsigned long> counter{0};
+std::string format_tuning_cache(const std::vector<TuningRecord>& records) {
   // One record per line, so that the file diffs and merges well.
   std::string text =
       std::string("{\n  \"format\": \"") + kFormat + "\",\n  \"version\": 1,\n  \"entries\": [";
@@ -236,6 +239,21 @@ bool TuningCache::write(const std::vector<TuningRecord>& records) {
             ", \"ms\": " + Json(r.ms).dump() + "}";
   }
   text += records.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return text;
+}
+
+void TuningCache::load(const std::string& text) {
+  file_records_.clear();
+  writable_ = false;
+  TuningCacheContent content = parse_tuning_cache(text, path_);
+  file_records_ = std::move(content.records);
+  writable_ = content.writable;
+  for (const std::string& w : content.warnings) warn(w);
+}
+
+bool TuningCache::write(const std::vector<TuningRecord>& records) {
+  static std::atomic<unsigned long> counter{0};
+  const std::string text = format_tuning_cache(records);
 
   // Unique per process and call, in the same folder so that the rename stays on one filesystem.
   const std::string tmp =

@@ -24,6 +24,25 @@ struct TuningRecord {
   double ms = 0.0;
 };
 
+/// What the text of a tuning-cache file holds (parse_tuning_cache).
+struct TuningCacheContent {
+  /// The usable records in file order; a later record for the same (device, key) replaces an
+  /// earlier one.
+  std::vector<TuningRecord> records;
+  /// False when the text is not a readable tuning cache of this version: a file never to be
+  /// overwritten.
+  bool writable = false;
+  /// What was wrong with the text, each naming the file ("tuning cache <path>: ...").
+  std::vector<std::string> warnings;
+};
+
+/// Reads the text of a tuning-cache file as TuningCache does (`path` names the file in the
+/// warnings only). Blank text is an empty, writable cache.
+TuningCacheContent parse_tuning_cache(const std::string& text, const std::string& path);
+
+/// The text TuningCache writes for `records`: the documented shape, one record per line.
+std::string format_tuning_cache(const std::vector<TuningRecord>& records);
+
 /// A JSON file of tuning records shared by processes and threads.
 class TuningCache {
  public:
