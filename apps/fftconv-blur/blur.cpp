@@ -108,14 +108,6 @@ void parallel_rows(std::int64_t rows, const std::function<void(std::int64_t, std
 
 }  // namespace
 
-const char* border_name(Border b) { return b == Border::kZero ? "zero" : "reflect"; }
-
-Border parse_border(const std::string& name) {
-  if (name == "zero") return Border::kZero;
-  if (name == "reflect") return Border::kReflect;
-  throw UserError("unknown border '" + name + "' (expected zero or reflect)");
-}
-
 std::int64_t reflect_index(std::int64_t i, std::int64_t n) {
   if (n <= 1) return 0;
   const std::int64_t period = 2 * (n - 1);

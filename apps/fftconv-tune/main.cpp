@@ -7,35 +7,18 @@
 #include <string>
 #include <vector>
 
-#include "cli.h"
+#include "args.h"
 #include "fftconv/fftconv.hpp"
 #include "testing/testing.h"
 
 int main(int argc, char** argv) {
-  std::vector<std::string> files;
-  std::string out, filter;
-  bool exhaustive = false;
-  CLI::App app(
-      "Fills a tuning cache for shape suites: plans every row as Algo::kAuto would run it and,\n"
-      "where that is the FFT path, times the per-frequency GEMM candidates (own tilings; with\n"
-      "--exhaustive the cuBLAS paths too) and stores the winner in CACHE.json. Rows already in\n"
-      "the cache are reported, not retimed. Later plans with Tuning::kAutotune (or\n"
-      "FFTCONV_TUNING_CACHE set) then skip the timing.",
-      "fftconv-tune");
-  fftconv_apps::configure(app);
-  app.footer(
-      "Exit status: 0 every row planned, 1 a row failed to plan, 2 bad arguments, an unreadable\n"
-      "shape file or no CUDA GPU.");
-  fftconv_apps::repeatable(app.add_option("--shapes", files, "shape suite CSV; may repeat"))
-      ->type_name("FILE.csv")
-      ->required();
-  app.add_option("--out", out, "the tuning cache to fill (created if missing)")
-      ->type_name("CACHE.json")
-      ->required();
-  app.add_flag("--exhaustive", exhaustive, "also time the cuBLAS paths (Tuning::kExhaustive)");
-  app.add_option("--filter", filter, "only rows whose name contains TEXT")->type_name("TEXT");
-  const int status = fftconv_apps::parse(app, argc, argv, "fftconv-tune: ");
+  tune::Args args;
+  const int status = tune::parse_args(argc, argv, args);
   if (status >= 0) return status;
+  const std::vector<std::string>& files = args.files;
+  const std::string& out = args.out;
+  const std::string& filter = args.filter;
+  const bool exhaustive = args.exhaustive;
   std::vector<fftconv::testing::ShapeRow> rows;
   try {
     for (const auto& f : files)
