@@ -180,6 +180,14 @@ TuningCacheContent parse_tuning_cache(const std::string& text, const std::string
     if (e.byte >= text.size()) what = "unexpected end of input; " + what;
     content.warnings.push_back(where + "not valid JSON (" + what + "); ignoring it");
     return content;
+  } catch (const Json::exception& e) {
+    // The parser's other refusals, such as a number beyond double's range (out_of_range.406),
+    // which nlohmann reports apart from its parse errors.
+    std::string what = e.what();
+    const std::size_t tag = what.find("] ");
+    if (tag != std::string::npos) what = what.substr(tag + 2);
+    content.warnings.push_back(where + "not valid JSON (" + what + "); ignoring it");
+    return content;
   }
   if (!doc.is_object()) {
     content.warnings.push_back(where +

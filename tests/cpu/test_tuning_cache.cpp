@@ -184,6 +184,31 @@ TEST_F(TuningCacheTest, CorruptFileIsIgnoredWithOneWarning) {
   EXPECT_NE(w[0].find("not valid JSON"), std::string::npos) << w[0];
 }
 
+// Found by fuzz/fuzz_tuning_cache: a number beyond double's range is refused by nlohmann with an
+// out_of_range exception, not a parse_error; the reader once let it escape ("lookup failed").
+TEST_F(TuningCacheTest, NumberOverflowIsIgnoredWithOneWarning) {
+  const std::string text = file_text(
+      R"({"device": "NVIDIA H200", "key": "k1", "choice": "regtile_4x2", "ms": 0.0065e978})");
+  const TuningCacheContent content = parse_tuning_cache(text, path_);
+  EXPECT_FALSE(content.writable);
+  EXPECT_TRUE(content.records.empty());
+  ASSERT_EQ(content.warnings.size(), 1u);
+  EXPECT_NE(content.warnings[0].find("not valid JSON (number overflow"), std::string::npos)
+      << content.warnings[0];
+
+  write_text(path_, text);
+  TuningCache cache(path_);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(cache.lookup(kH200, "k1").has_value());
+  cache.store(rec(kH200, "k2", "c", 1.0));  // kept in memory, the file left alone
+  EXPECT_EQ(cache.lookup(kH200, "k2")->choice, "c");
+  EXPECT_EQ(read_text(path_), text);
+  const auto w = cache.warnings();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find(path_), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("not valid JSON (number overflow"), std::string::npos) << w[0];
+  EXPECT_NE(w[1].find("not overwriting"), std::string::npos) << w[1];
+}
+
 TEST_F(TuningCacheTest, TruncatedFileIsIgnoredWithOneWarning) {
   {
     TuningCache writer(path_);
