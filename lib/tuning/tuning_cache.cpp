@@ -34,6 +34,12 @@ constexpr char kFormat[] = "fftconv-tuning-cache";
 constexpr double kVersion = 1;
 // How much of an unexpected value a warning quotes.
 constexpr std::size_t kMaxQuoted = 40;
+// Deepest nesting read (a cache nests 3 levels): nlohmann parses any depth, but copying and
+// printing a value recurse once per level, so a deeper file could exhaust the stack.
+constexpr int kMaxDepth = 64;
+
+// Thrown by the parser callback at the first value nested deeper than kMaxDepth.
+struct TooDeep {};
 
 std::string quoted(const Json& v) {
   std::string s = v.dump();
@@ -170,7 +176,17 @@ TuningCacheContent parse_tuning_cache(const std::string& text, const std::string
   }
   Json doc;
   try {
-    doc = Json::parse(text);
+    doc = Json::parse(text, [](int depth, Json::parse_event_t event, Json&) {
+      if (depth >= kMaxDepth && (event == Json::parse_event_t::object_start ||
+                                 event == Json::parse_event_t::array_start)) {
+        throw TooDeep{};
+      }
+      return true;
+    });
+  } catch (const TooDeep&) {
+    content.warnings.push_back(where + "not a tuning cache (nested deeper than " +
+                               std::to_string(kMaxDepth) + " levels); ignoring it");
+    return content;
   } catch (const Json::parse_error& e) {
     // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." without the tag.
     std::string what = e.what();

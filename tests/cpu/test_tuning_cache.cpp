@@ -209,6 +209,35 @@ TEST_F(TuningCacheTest, NumberOverflowIsIgnoredWithOneWarning) {
   EXPECT_NE(w[1].find("not overwriting"), std::string::npos) << w[1];
 }
 
+// Found with fuzz/fuzz_tuning_cache on a constructed input (its default inputs, up to 4 KB, nest
+// too shallowly): values nested a few hundred thousand levels deep (a file of under a megabyte)
+// once overflowed the stack in the reader's copies of "format" and "entries".
+TEST_F(TuningCacheTest, DeeplyNestedFileIsIgnoredWithOneWarning) {
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  for (const std::string& text :
+       {file_text("", deep), file_text(deep), "{\"x\": " + deep + "}", deep}) {
+    const TuningCacheContent content = parse_tuning_cache(text, path_);
+    EXPECT_FALSE(content.writable);
+    EXPECT_TRUE(content.records.empty());
+    ASSERT_EQ(content.warnings.size(), 1u);
+    EXPECT_NE(content.warnings[0].find("nested deeper than"), std::string::npos)
+        << content.warnings[0];
+  }
+  write_text(path_, file_text(deep));
+  TuningCache cache(path_);
+  EXPECT_FALSE(cache.lookup(kH200, "k1").has_value());
+  ASSERT_EQ(cache.warnings().size(), 1u);
+  EXPECT_NE(cache.warnings()[0].find(path_), std::string::npos) << cache.warnings()[0];
+  // Nesting as deep as the limit still reads.
+  const std::string ok = std::string(60, '[') + std::string(60, ']');
+  const TuningCacheContent content = parse_tuning_cache(
+      file_text(std::string(kValidEntry) + ", " + ok), path_);
+  EXPECT_TRUE(content.writable);
+  ASSERT_EQ(content.records.size(), 1u);
+  ASSERT_EQ(content.warnings.size(), 1u);
+  EXPECT_NE(content.warnings[0].find("skipped 1 malformed entry"), std::string::npos);
+}
+
 TEST_F(TuningCacheTest, TruncatedFileIsIgnoredWithOneWarning) {
   {
     TuningCache writer(path_);
