@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -73,6 +74,24 @@ TEST(Shapes, CommentsAndBlankLinesAreSkipped) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].desc.dtype, DType::kF16);
   std::remove(path.c_str());
+}
+
+TEST(Shapes, StreamsReadAsFilesDo) {
+  std::istringstream in(kHeader + "# c\nrow1,1,1,8,8,1,3,3,1,1,1,1,1,1,1,bf16\r\n");
+  const auto rows = load_shapes(in, "inline.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "row1");
+  EXPECT_EQ(rows[0].desc.to_string(), "n1c1h8w8k1r3s3p1x1u1x1d1x1g1bf16");
+  std::istringstream bad(kHeader + "a,1,1,8,x,1,3,3,1,1,1,1,1,1,1,f32\n");
+  try {
+    load_shapes(bad, "inline.csv");
+    ADD_FAILURE() << "accepted a bad row";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("inline.csv:2: column 'w'"), std::string::npos)
+        << e.what();
+  }
+  std::istringstream empty("");
+  EXPECT_THROW(load_shapes(empty, "inline.csv"), std::runtime_error);
 }
 
 TEST(Shapes, WithDtypesNamesVariantsAndDropsDuplicates) {
