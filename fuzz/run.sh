@@ -8,7 +8,8 @@
 # Prints per target the executions, the corpus size and libFuzzer's exit status; exits 1 when a
 # target crashed, leaked, failed a check or hung (its input is kept under <build>/artifacts/).
 # Environment: FFTCONV_FUZZ_BUILD (build folder, default build-fuzz), FFTCONV_FUZZ_CXX (default
-# clang++-14), FFTCONV_FUZZ_KEEP=1 keeps the grown corpora (printed), ASAN_OPTIONS (default
+# clang++-14), FFTCONV_FUZZ_RUNS (stop a target after that many executions, if sooner),
+# FFTCONV_FUZZ_KEEP=1 keeps the grown corpora (printed), ASAN_OPTIONS (default
 # malloc_context_size=0: no allocation stacks in reports, about three times the executions of
 # the command-line targets; rerun a crashing input without it for the full report).
 set -uo pipefail
@@ -53,13 +54,14 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$build/artifacts/$t"
   cp fuzz/corpus/"$t"/* "$corpus"/
   seeds=$(ls "$corpus" | wc -l)
-  dict=()
-  [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  extra=()
+  [ -f "fuzz/$t.dict" ] && extra+=(-dict="fuzz/$t.dict")
+  [ -n "${FFTCONV_FUZZ_RUNS:-}" ] && extra+=(-runs="$FFTCONV_FUZZ_RUNS")
   log="$build/logs/$t.log"
   start=$(date +%s)
   # -close_fd_mask=3: the targets' own output (help, error messages) goes nowhere; libFuzzer's
   # and the sanitizers' reports still reach the log. -timeout: an input running 25 s is a hang.
-  "$exe" "${dict[@]}" -max_total_time="$seconds" -timeout=25 -close_fd_mask=3 \
+  "$exe" "${extra[@]}" -max_total_time="$seconds" -timeout=25 -close_fd_mask=3 \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" "$corpus" >"$log" 2>&1
   status=$?
   elapsed=$(($(date +%s) - start))
