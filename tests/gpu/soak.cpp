@@ -1,0 +1,294 @@
+// Soak test: threads build plans for random shapes, run all three passes, destroy them, for a
+// bounded time; every call must succeed and device memory must return to its level after the
+// first round (a leaked plan, cuFFT handle or kept filter shows as growth).
+//
+//   fftconv_soak --threads 8 --seconds 120 [--rounds 10] [--seed 1] [--max-growth-mib 64]
+//
+// The run is cut into rounds; at the end of each the threads join, the device is synchronised
+// and cudaMemGetInfo gives the memory in use. Round 1 is the warm-up (module loading, library
+// handles, the first plan of each kind); the check is the last round against it. FFT plans
+// (Algo::kFft, kFftTiled, and Auto where it picks one) are checked against the fp64 device oracle
+// at the tests' tolerance on every iteration; cuDNN plans are run and synchronised only (their
+// accuracy is the GPU suites' business). A pass an algorithm does not serve (Status::kNotSupported,
+// kKernelTooLarge) is counted as declined, not failed. Exit status: 0 pass, 1 fail, 77 no device
+// (ctest's skip code).
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/fftconv.hpp"
+#include "reference/reference.h"
+#include "testing/testing.h"
+
+namespace {
+
+using fftconv::Algo;
+using fftconv::ConvDesc;
+using fftconv::DType;
+using fftconv::Options;
+using fftconv::Pass;
+using fftconv::Plan;
+using fftconv::Status;
+namespace testing = fftconv::testing;
+
+struct Args {
+  int threads = 8;
+  double seconds = 60.0;
+  int rounds = 10;
+  std::uint64_t seed = 1;
+  double max_growth_mib = 64.0;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "fftconv_soak: %s\nusage: fftconv_soak [--threads N] [--seconds S] [--rounds R] "
+               "[--seed K] [--max-growth-mib M]\n",
+               why);
+  std::exit(2);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string key = argv[i];
+    if (key == "--help" || key == "-h") usage("help");
+    if (i + 1 >= argc) usage(("missing value after " + key).c_str());
+    const char* value = argv[++i];
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(value, &end);
+    if (end == value || *end != '\0' || errno != 0) usage(("not a number: " + key + " " + value).c_str());
+    if (key == "--threads") a.threads = static_cast<int>(v);
+    else if (key == "--seconds") a.seconds = v;
+    else if (key == "--rounds") a.rounds = static_cast<int>(v);
+    else if (key == "--seed") a.seed = static_cast<std::uint64_t>(v);
+    else if (key == "--max-growth-mib") a.max_growth_mib = v;
+    else usage(("unknown option " + key).c_str());
+  }
+  if (a.threads < 1 || a.threads > 256) usage("--threads must be in 1..256");
+  if (!(a.seconds > 0.0)) usage("--seconds must be positive");
+  if (a.rounds < 2 || a.rounds > 1000) usage("--rounds must be in 2..1000");
+  if (!(a.max_growth_mib >= 0.0)) usage("--max-growth-mib must be >= 0");
+  return a;
+}
+
+/// Counters of one thread (merged under a lock at the end of each round).
+struct Tally {
+  long shapes = 0, plans = 0, calls = 0, verified = 0, declined = 0, failures = 0;
+  double worst_rel_l2[3] = {0.0, 0.0, 0.0};  // per dtype, over the verified calls
+  void add(const Tally& o) {
+    shapes += o.shapes;
+    plans += o.plans;
+    calls += o.calls;
+    verified += o.verified;
+    declined += o.declined;
+    failures += o.failures;
+    for (int i = 0; i < 3; ++i) worst_rel_l2[i] = std::max(worst_rel_l2[i], o.worst_rel_l2[i]);
+  }
+};
+
+std::mutex g_print_mu;
+void report_failure(const std::string& what) {
+  std::lock_guard<std::mutex> lock(g_print_mu);
+  std::printf("FAIL %s\n", what.c_str());
+  std::fflush(stdout);
+}
+
+void check(cudaError_t err, const char* what) { testing::cuda_check(err, what); }
+
+/// `values` as `dtype` in a new device buffer.
+testing::DeviceBuffer upload(const std::vector<float>& values, DType dtype) {
+  const std::vector<unsigned char> bytes = testing::encode(values, dtype);
+  testing::DeviceBuffer b(std::max<std::size_t>(bytes.size(), 1));
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype) {
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(count) * fftconv::dtype_size(dtype));
+  b.download(bytes.data(), bytes.size());
+  return testing::decode(bytes.data(), count, dtype);
+}
+
+std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
+  std::vector<double> v(static_cast<std::size_t>(count));
+  b.download(v.data(), v.size() * sizeof(double));
+  return v;
+}
+
+bool declined(Status s) { return s == Status::kNotSupported || s == Status::kKernelTooLarge; }
+
+/// One shape: plans for the three passes with one algorithm, each run once (forward also with a
+/// kept filter), checked against the oracle where the plan is an FFT plan, then destroyed.
+void run_shape(std::mt19937_64& gen, cudaStream_t stream, Tally& t) {
+  static constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+  static constexpr Algo kAlgos[] = {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn};
+  testing::RandomDescOptions shape;
+  shape.dtype = kDtypes[gen() % 3];
+  shape.max_macs = 2e7;  // the fp64 oracle stays at milliseconds
+  const ConvDesc d = testing::random_desc(gen, shape);
+  const Algo algo = kAlgos[gen() % 4];
+  const std::uint64_t seed = gen();
+  ++t.shapes;
+
+  const auto xv = testing::random_values(d.x_elems(), seed, d.dtype);
+  const auto wv = testing::random_values(d.w_elems(), seed + 1, d.dtype);
+  const auto bv = testing::random_values(d.k, seed + 2, d.dtype);
+  const auto dyv = testing::random_values(d.y_elems(), seed + 3, d.dtype);
+  const testing::DeviceBuffer x = upload(xv, d.dtype), w = upload(wv, d.dtype),
+                              bias = upload(bv, d.dtype), dy = upload(dyv, d.dtype);
+  const testing::DeviceBuffer x32 = upload(xv, DType::kF32), w32 = upload(wv, DType::kF32),
+                              b32 = upload(bv, DType::kF32), dy32 = upload(dyv, DType::kF32);
+  const std::size_t esize = fftconv::dtype_size(d.dtype);
+  const double tol = testing::tolerance(d.dtype);
+
+  for (Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+    const std::string what = std::string(fftconv::pass_name(pass)) + " " + fftconv::algo_name(algo) +
+                             " " + d.to_string();
+    try {
+      Options o;
+      o.algo = algo;
+      o.pass = pass;
+      Plan plan(d, o);
+      ++t.plans;
+      const bool fft = plan.info().algo == Algo::kFft || plan.info().algo == Algo::kFftTiled;
+      testing::DeviceBuffer ws(std::max<std::size_t>(plan.workspace_size(), 1));
+      const std::int64_t out_elems = pass == Pass::kForward        ? d.y_elems()
+                                     : pass == Pass::kBackwardData ? d.x_elems()
+                                                                   : d.w_elems();
+      testing::DeviceBuffer out(std::max<std::size_t>(out_elems * esize, 1));
+      testing::DeviceBuffer ref(std::max<std::size_t>(out_elems * sizeof(double), 1));
+      // Forward runs twice, the second time (every other shape) from a kept filter.
+      const int runs = pass == Pass::kForward ? 2 : 1;
+      for (int run = 0; run < runs; ++run) {
+        out.poison();
+        if (pass == Pass::kForward) {
+          const bool kept = run == 1 && (seed & 1);
+          if (kept) plan.set_filter(w.get(), stream);
+          plan.forward(x.get(), kept ? nullptr : w.get(), bias.get(), out.get(), ws.get(), ws.bytes(),
+                       stream);
+          if (kept) plan.clear_filter();
+        } else if (pass == Pass::kBackwardData) {
+          plan.backward_data(dy.get(), w.get(), out.get(), ws.get(), ws.bytes(), stream);
+        } else {
+          plan.backward_filter(x.get(), dy.get(), out.get(), ws.get(), ws.bytes(), stream);
+        }
+        ++t.calls;
+        check(cudaStreamSynchronize(stream), what.c_str());
+        if (!fft) continue;
+        if (pass == Pass::kForward) {
+          fftconv::reference::conv2d_forward_device(d, x32.as<float>(), w32.as<float>(),
+                                                     b32.as<float>(), ref.as<double>(), stream);
+        } else if (pass == Pass::kBackwardData) {
+          fftconv::reference::conv2d_backward_data_device(d, dy32.as<float>(), w32.as<float>(),
+                                                           ref.as<double>(), stream);
+        } else {
+          fftconv::reference::conv2d_backward_filter_device(d, x32.as<float>(), dy32.as<float>(),
+                                                             ref.as<double>(), stream);
+        }
+        check(cudaStreamSynchronize(stream), "oracle");
+        const testing::ErrorStats err =
+            testing::compare(download(out, out_elems, d.dtype), download_f64(ref, out_elems));
+        ++t.verified;
+        double& worst = t.worst_rel_l2[static_cast<int>(d.dtype)];
+        worst = std::max(worst, err.rel_l2);
+        if (!err.pass(tol)) {
+          ++t.failures;
+          report_failure(what + ": " + err.to_string() + " (tolerance " + std::to_string(tol) +
+                         ") plan: " + plan.describe());
+        }
+      }
+    } catch (const fftconv::Error& e) {
+      if (declined(e.status())) {
+        ++t.declined;
+      } else {
+        ++t.failures;
+        report_failure(what + ": " + e.what());
+      }
+    } catch (const std::exception& e) {
+      ++t.failures;
+      report_failure(what + ": " + e.what());
+    }
+  }
+}
+
+double used_mib() {
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return static_cast<double>(total_bytes - free_bytes) / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  std::string why;
+  if (!testing::has_device(&why)) {
+    std::printf("fftconv_soak: skipped: %s\n", why.c_str());
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu\n", prop.name,
+              args.threads, args.seconds, args.rounds, static_cast<unsigned long long>(args.seed));
+  const double start_mib = used_mib();
+  std::printf("device memory in use at start: %.1f MiB\n", start_mib);
+
+  std::vector<std::mt19937_64> gens;
+  std::vector<cudaStream_t> streams(args.threads);
+  for (int i = 0; i < args.threads; ++i) {
+    gens.emplace_back(args.seed * 1000003 + i);
+    check(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  Tally total;
+  std::vector<double> used(args.rounds);
+  const auto round_length = std::chrono::duration<double>(args.seconds / args.rounds);
+  for (int round = 0; round < args.rounds; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(round_length);
+    std::vector<Tally> tallies(args.threads);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < args.threads; ++i) {
+      pool.emplace_back([&, i] {
+        while (std::chrono::steady_clock::now() < deadline) run_shape(gens[i], streams[i], tallies[i]);
+      });
+    }
+    for (auto& th : pool) th.join();
+    Tally r;
+    for (const Tally& t : tallies) r.add(t);
+    total.add(r);
+    used[round] = used_mib();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("round %d: %.1f s, %ld shapes, %ld plans, %ld calls, %ld verified, %ld declined, "
+                "%ld failed; device memory in use %.1f MiB\n",
+                round + 1, secs, r.shapes, r.plans, r.calls, r.verified, r.declined, r.failures,
+                used[round]);
+    std::fflush(stdout);
+  }
+  for (cudaStream_t s : streams) check(cudaStreamDestroy(s), "cudaStreamDestroy");
+
+  const double growth = used.back() - used.front();
+  const bool memory_ok = growth <= args.max_growth_mib;
+  const bool ok = memory_ok && total.failures == 0 && total.calls > 0;
+  std::printf("total: %ld shapes, %ld plans, %ld calls, %ld checked against the oracle (worst "
+              "rel-L2 f32 %.2e, f16 %.2e, bf16 %.2e), %ld declined, %ld failed\n",
+              total.shapes, total.plans, total.calls, total.verified, total.worst_rel_l2[0],
+              total.worst_rel_l2[1], total.worst_rel_l2[2], total.declined, total.failures);
+  std::printf("device memory in use: %.1f MiB at start, %.1f MiB after round 1, %.1f MiB at the "
+              "end: growth %+.1f MiB (limit %.0f)\n",
+              start_mib, used.front(), used.back(), growth, args.max_growth_mib);
+  std::printf("%s\n", ok ? "soak ok" : "soak FAILED");
+  return ok ? 0 : 1;
+}
