@@ -18,7 +18,9 @@
 # own GPU (round robin), e.g. on two GPUs
 #   FFTCONV_GPU_STEPS="build; test | bench" scripts/gpu_check.sh
 #   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
-# Steps: build, test (ctest), bench (fftconv-bench --verify on every suite CSV, and suite.csv
+# Steps: build, test (ctest), sanitize (compute-sanitizer memcheck, racecheck, initcheck and
+# synccheck over the GPU suites on small shapes: sanitizer.txt; not by default), soak
+# (fftconv_soak, 8 threads, FFTCONV_SOAK_SECONDS, default 120: soak.txt; not by default), bench (fftconv-bench --verify on every suite CSV, and suite.csv
 # again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 timed in turn, 200 rounds,
 # with a second fp32 copy as control and bench_report's half-against-fp32 table, timed as direct
 # calls and as CUDA-graph replays, then
@@ -133,6 +135,45 @@ if step test; then
     >"$OUT/ctest.log" 2>&1 || status=1
   grep -E "^\[ (sweep|row) " "$OUT/ctest.log" | sed 's/ (cudnn \(find\|heuristic\).*//' | head -80
   grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped\)$" "$OUT/ctest.log" | head -40
+fi
+
+if step sanitize; then
+  # compute-sanitizer's four tools over the GPU suites on small shapes (the sweeps and suite rows
+  # are left out: they would take hours under the tools), each under FFTCONV_SANITIZE_TIMEOUT
+  # seconds; a summary per tool in sanitizer.txt (data/results/h200/sanitizer.txt).
+  san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+  filter=${FFTCONV_SANITIZE_FILTER:-"Runtime.*:Pointers.*:Stages.*:Tiled.SmallTilesMatchOracle:Tiled.TiledAndFullAgree:*KeptFilter.*:Memory.CApiKeepsAFilter:BackwardData.*:BackwardFilter.*:Backward.PassesAreAdjoint:Backward.BadCalls:Backward.GraphCapture:*GemmKernel.*"}
+  {
+    echo "compute-sanitizer over $BUILD/tests/fftconv_gpu_tests, $(date -u +%Y-%m-%dT%H:%MZ)"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
+    "$san" --version 2>&1 | grep -i version
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
+    echo "gtest filter: $filter"
+  } >"$OUT/sanitizer.txt"
+  for tool in ${FFTCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
+    extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    t0=$(date +%s)
+    timeout "${FFTCONV_SANITIZE_TIMEOUT:-120}" "$san" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+      --print-limit 50 "$BUILD/tests/fftconv_gpu_tests" --gtest_filter="$filter" \
+      >"$OUT/sanitize-$tool.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    t1=$(date +%s)
+    {
+      echo
+      echo "== $tool (${extra[*]:-default options}): exit $rc, $((t1 - t0)) s$([ $rc -eq 124 ] && echo ', stopped by the time limit')"
+      grep -E "^\[==========\] [0-9]+ tests|^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]" "$OUT/sanitize-$tool.log"
+      grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -3
+    } >>"$OUT/sanitizer.txt"
+  done
+  cat "$OUT/sanitizer.txt"
+fi
+if step soak; then
+  # 8 threads build, run and destroy plans of random shapes for every pass (tests/gpu/soak.cpp).
+  limited soak "$BUILD/tests/fftconv_soak" --threads 8 --seconds "${FFTCONV_SOAK_SECONDS:-120}" \
+    --rounds 10 >"$OUT/soak.txt" 2>&1 || status=1
+  tail -4 "$OUT/soak.txt"
 fi
 
 if step bench; then
