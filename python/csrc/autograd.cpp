@@ -12,13 +12,12 @@
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/library.h>
 
+#include <array>
+#include <string>
+
 #include "ops.h"
 
 namespace fftconv::torch_ext {
-
-namespace {
-
-using torch::autograd::variable_list;
 
 at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
@@ -32,6 +31,10 @@ at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
                             c10::string_view)>();
   return op.call(x, w, bias, stride, padding, dilation, groups, algo);
 }
+
+namespace {
+
+using torch::autograd::variable_list;
 
 using GradSignature = at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef,
                                  at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
@@ -55,17 +58,47 @@ at::Tensor call_weight_grad(const at::Tensor& dy, const at::Tensor& x, c10::SymI
   return op.call(dy, x, w_size, stride, padding, dilation, groups, algo);
 }
 
-// The non-tensor arguments, kept by a backward node.
-struct Params {
-  std::vector<int64_t> stride, padding, dilation;
-  int64_t groups = 1;
-  std::string algo;
-
-  Params(at::IntArrayRef st, at::IntArrayRef pa, at::IntArrayRef di, int64_t g, c10::string_view a)
-      : stride(st.vec()), padding(pa.vec()), dilation(di.vec()), groups(g), algo(a) {}
+// A pair of ints (the operators' schemas take int[2]; the kernels check the length).
+struct Pair {
+  std::array<int64_t, 2> v{};
+  std::size_t n = 0;
+  explicit Pair(at::IntArrayRef a) : n(a.size() < 2 ? a.size() : 2) {
+    for (std::size_t i = 0; i < n; ++i) v[i] = a[i];
+  }
+  operator at::IntArrayRef() const { return at::IntArrayRef(v.data(), n); }
 };
 
-std::vector<c10::SymInt> sym_sizes(const at::Tensor& t) { return t.sym_sizes().vec(); }
+// The non-tensor arguments, kept by a backward node: fixed-size, no allocation per call. `algo`
+// is the canonical name (a static string), or the caller's text where it is not one, which the
+// kernel then rejects with its message.
+struct Params {
+  Pair stride, padding, dilation;
+  int64_t groups = 1;
+  std::string algo_text;  // only for a name that is not canonical
+  const char* algo = nullptr;
+
+  Params(at::IntArrayRef st, at::IntArrayRef pa, at::IntArrayRef di, int64_t g, c10::string_view a)
+      : stride(st), padding(pa), dilation(di), groups(g) {
+    for (const char* name : {"auto", "fft", "fft_tiled", "cudnn"}) {
+      if (a == name) algo = name;
+    }
+    if (!algo) algo_text = std::string(a);
+  }
+  c10::string_view algo_name() const { return algo ? c10::string_view(algo) : algo_text; }
+};
+
+// A tensor's sizes, kept by a backward node (4-D: the kernels check).
+struct Sizes {
+  std::array<c10::SymInt, 4> v;
+  std::size_t n = 0;
+  Sizes() = default;
+  explicit Sizes(const at::Tensor& t) {
+    const c10::SymIntArrayRef s = t.sym_sizes();
+    n = s.size() < 4 ? s.size() : 4;
+    for (std::size_t i = 0; i < n; ++i) v[i] = s[i];
+  }
+  operator c10::SymIntArrayRef() const { return c10::SymIntArrayRef(v.data(), n); }
+};
 
 // Hand-written autograd nodes, as PyTorch's generated code has them (torch::autograd::Function
 // costs several microseconds more per call). Each saves only what the needed gradients use.
@@ -81,7 +114,7 @@ struct FftconvNode : public torch::autograd::Node {
 struct Conv2dBackward final : public FftconvNode {
   using FftconvNode::FftconvNode;
   torch::autograd::SavedVariable x_, w_;
-  std::vector<c10::SymInt> x_size, w_size;
+  Sizes x_size, w_size;
 
   std::string name() const override { return "FftconvConv2dBackward"; }
   void release_variables() override {
@@ -95,11 +128,11 @@ struct Conv2dBackward final : public FftconvNode {
     const Params& p = params;
     if (task_should_compute_output(0)) {
       out[0] = call_input_grad(dy, unpack(w_), x_size, p.stride, p.padding, p.dilation, p.groups,
-                               p.algo);
+                               p.algo_name());
     }
     if (task_should_compute_output(1)) {
       out[1] = call_weight_grad(dy, unpack(x_), w_size, p.stride, p.padding, p.dilation, p.groups,
-                                p.algo);
+                                p.algo_name());
     }
     if (task_should_compute_output(2)) out[2] = dy.sum({0, 2, 3});
     return out;
@@ -110,7 +143,7 @@ struct Conv2dBackward final : public FftconvNode {
 struct InputGradBackward final : public FftconvNode {
   using FftconvNode::FftconvNode;
   torch::autograd::SavedVariable dy_, w_;
-  std::vector<c10::SymInt> w_size;
+  Sizes w_size;
 
   std::string name() const override { return "FftconvConv2dInputGradBackward"; }
   void release_variables() override {
@@ -124,11 +157,11 @@ struct InputGradBackward final : public FftconvNode {
     const Params& p = params;
     if (task_should_compute_output(0)) {
       out[0] = call_conv2d(g, unpack(w_), std::nullopt, p.stride, p.padding, p.dilation, p.groups,
-                           p.algo);
+                           p.algo_name());
     }
     if (task_should_compute_output(1)) {
       out[1] = call_weight_grad(unpack(dy_), g, w_size, p.stride, p.padding, p.dilation, p.groups,
-                                p.algo);
+                                p.algo_name());
     }
     return out;
   }
@@ -138,7 +171,7 @@ struct InputGradBackward final : public FftconvNode {
 struct WeightGradBackward final : public FftconvNode {
   using FftconvNode::FftconvNode;
   torch::autograd::SavedVariable dy_, x_;
-  std::vector<c10::SymInt> x_size;
+  Sizes x_size;
 
   std::string name() const override { return "FftconvConv2dWeightGradBackward"; }
   void release_variables() override {
@@ -152,11 +185,11 @@ struct WeightGradBackward final : public FftconvNode {
     const Params& p = params;
     if (task_should_compute_output(0)) {
       out[0] = call_conv2d(unpack(x_), g, std::nullopt, p.stride, p.padding, p.dilation, p.groups,
-                           p.algo);
+                           p.algo_name());
     }
     if (task_should_compute_output(1)) {
       out[1] = call_input_grad(unpack(dy_), g, x_size, p.stride, p.padding, p.dilation, p.groups,
-                               p.algo);
+                               p.algo_name());
     }
     return out;
   }
@@ -182,8 +215,8 @@ at::Tensor conv2d_autograd(const at::Tensor& x, const at::Tensor& w,
                                      torch::autograd::collect_next_edges(x, w, bias));
     if (need_w) node->x_ = torch::autograd::SavedVariable(x, false);  // dw needs x
     if (need_x) node->w_ = torch::autograd::SavedVariable(w, false);  // dx needs w
-    node->x_size = sym_sizes(x);
-    node->w_size = sym_sizes(w);
+    node->x_size = Sizes(x);
+    node->w_size = Sizes(w);
   }
   at::Tensor y;
   {
@@ -206,7 +239,7 @@ at::Tensor input_grad_autograd(const at::Tensor& dy, const at::Tensor& w,
                                         torch::autograd::collect_next_edges(dy, w));
     if (need_w) node->dy_ = torch::autograd::SavedVariable(dy, false);
     if (need_dy) node->w_ = torch::autograd::SavedVariable(w, false);
-    node->w_size = sym_sizes(w);
+    node->w_size = Sizes(w);
   }
   at::Tensor dx;
   {
@@ -229,7 +262,7 @@ at::Tensor weight_grad_autograd(const at::Tensor& dy, const at::Tensor& x,
                                          torch::autograd::collect_next_edges(dy, x));
     if (need_x) node->dy_ = torch::autograd::SavedVariable(dy, false);
     if (need_dy) node->x_ = torch::autograd::SavedVariable(x, false);
-    node->x_size = sym_sizes(x);
+    node->x_size = Sizes(x);
   }
   at::Tensor dw;
   {

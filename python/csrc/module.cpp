@@ -4,13 +4,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <array>
 #include <exception>
 
+#include "ops.h"
 #include "plan_cache.h"
 
 namespace {
@@ -117,16 +117,11 @@ PyObject* conv2d_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   const at::Tensor& w = THPVariable_Unpack(args[1]);
   std::optional<at::Tensor> b;
   if (args[2] != Py_None) b = THPVariable_Unpack(args[2]);
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("fftconv::conv2d", "")
-          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                            at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
-                            c10::string_view)>();
   at::Tensor y;
   {
     const pybind11::gil_scoped_release no_gil;
-    y = op.call(x, w, b, stride, padding, dilation, groups, c10::string_view(algo, algo_len));
+    y = fftconv::torch_ext::call_conv2d(x, w, b, stride, padding, dilation, groups,
+                                           c10::string_view(algo, algo_len));
   }
   return THPVariable_Wrap(std::move(y));
   END_HANDLE_TH_ERRORS

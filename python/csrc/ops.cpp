@@ -18,6 +18,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include <array>
 #include <string>
 
 #include "algos/registry.h"
@@ -105,7 +106,7 @@ ConvDesc make_desc(const char* op, at::IntArrayRef in, at::IntArrayRef wt, const
   return d;
 }
 
-std::vector<int64_t> output_size(const ConvDesc& d) { return {d.n, d.k, d.out_h(), d.out_w()}; }
+std::array<int64_t, 4> output_size(const ConvDesc& d) { return {d.n, d.k, d.out_h(), d.out_w()}; }
 
 // ---- plans -------------------------------------------------------------------------------------
 
@@ -227,10 +228,22 @@ at::Tensor frozen_filter(const at::Tensor& w) {
   return w;
 }
 
-at::Tensor workspace_for(const Plan& plan, const at::Tensor& like) {
-  const std::size_t bytes = plan.workspace_size();
-  if (bytes == 0) return at::Tensor();
-  return at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
+// The plan's workspace from the tensor's allocator (PyTorch's caching allocator on CUDA: the
+// block returns to it, ordered on the current stream, when the call's DataPtr is dropped). A
+// DataPtr, not a tensor: no TensorImpl per call.
+struct Workspace {
+  at::DataPtr ptr;
+  std::size_t bytes = 0;
+  void* get() const { return bytes ? ptr.get() : nullptr; }
+};
+Workspace workspace_for(const Plan& plan, const at::Tensor& like) {
+  Workspace ws;
+  ws.bytes = plan.workspace_size();
+  if (ws.bytes == 0) return ws;
+  c10::Allocator* allocator =
+      like.is_cuda() ? c10::GetAllocator(c10::DeviceType::CUDA) : c10::GetAllocator(c10::DeviceType::CPU);
+  ws.ptr = allocator->allocate(ws.bytes);
+  return ws;
 }
 
 cudaStream_t current_stream(Backend backend, const at::Tensor& t) {
@@ -298,12 +311,12 @@ at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntAr
 }
 
 Algo parse_algo_arg(const char* op, c10::string_view algo) {
-  try {
-    return parse_algo(std::string(algo));
-  } catch (const Error&) {
-    TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
-                      "'; expected one of 'auto', 'fft', 'fft_tiled', 'cudnn'");
+  // Compared in place (parse_algo would build a std::string per call).
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn}) {
+    if (algo == algo_name(a)) return a;
   }
+  TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
+                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'cudnn'");
 }
 
 // On the CPU only the host FFT (algo 'auto' or 'fft') runs in the engine.
@@ -346,11 +359,11 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
                              frozen_filter(weight), w, stream);
   if (r.entry->use_aten) return aten_forward(x, w, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt, p);
   at::Tensor y = at::empty(output_size(d), x.options());
-  const at::Tensor ws = workspace_for(*r.entry->plan, x);
+  const Workspace ws = workspace_for(*r.entry->plan, x);
   engine_call(d, Pass::kForward, [&] {
     r.entry->plan->forward(x.data_ptr(), r.kept ? nullptr : w.data_ptr(),
                            b.defined() ? b.data_ptr() : nullptr, y.data_ptr(),
-                           ws.defined() ? ws.data_ptr() : nullptr, ws.defined() ? ws.numel() : 0,
+                           ws.get(), ws.bytes,
                            stream);
   });
   return y;
@@ -387,11 +400,10 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
                              frozen_filter(weight), w, stream);
   if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
   at::Tensor dx = at::empty(input_size, dy.options());
-  const at::Tensor ws = workspace_for(*r.entry->plan, dy);
+  const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardData, [&] {
     r.entry->plan->backward_data(dy.data_ptr(), r.kept ? nullptr : w.data_ptr(), dx.data_ptr(),
-                                 ws.defined() ? ws.data_ptr() : nullptr,
-                                 ws.defined() ? ws.numel() : 0, stream);
+                                 ws.get(), ws.bytes, stream);
   });
   return dx;
 }
@@ -427,11 +439,10 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
                              at::Tensor(), at::Tensor(), stream);
   if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
   at::Tensor dw = at::empty(weight_size, dy.options());
-  const at::Tensor ws = workspace_for(*r.entry->plan, dy);
+  const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardFilter, [&] {
     r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), dw.data_ptr(),
-                                   ws.defined() ? ws.data_ptr() : nullptr,
-                                   ws.defined() ? ws.numel() : 0, stream, 1.0f, 0.0f);
+                                   ws.get(), ws.bytes, stream, 1.0f, 0.0f);
   });
   return dw;
 }
