@@ -141,6 +141,7 @@ if step sanitize; then
   # compute-sanitizer's four tools over the GPU suites on small shapes (the sweeps and suite rows
   # are left out: they would take hours under the tools), each under FFTCONV_SANITIZE_TIMEOUT
   # seconds; a summary per tool in sanitizer.txt (data/results/h200/sanitizer.txt).
+  # FFTCONV_SANITIZE_TOOLS, FFTCONV_SANITIZE_FILTER and FFTCONV_SANITIZE_FILTER_RACECHECK override.
   san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
   filter=${FFTCONV_SANITIZE_FILTER:-"Runtime.*:Pointers.*:Stages.*:Tiled.SmallTilesMatchOracle:Tiled.TiledAndFullAgree:*KeptFilter.*:Memory.CApiKeepsAFilter:BackwardData.*:BackwardFilter.*:Backward.PassesAreAdjoint:Backward.BadCalls:Backward.GraphCapture:*GemmKernel.*"}
   {
@@ -148,14 +149,19 @@ if step sanitize; then
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
     "$san" --version 2>&1 | grep -i version
     echo "commit $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
-    echo "gtest filter: $filter"
+    echo "gtest filter (racecheck: its own, below): $filter"
   } >"$OUT/sanitizer.txt"
+  # racecheck is the slowest tool (every shared-memory access is tracked): the kernels that share
+  # memory between threads, the GEMM tilings and the FFT stages, on their small tests.
+  racecheck_filter="Stages.*:*GemmKernel.*:Tiled.SmallTilesMatchOracle:Runtime.ForwardIsDeterministic:BackwardData.KeptFilter"
   for tool in ${FFTCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
     extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)
+    tool_filter=$filter
+    [ "$tool" = racecheck ] && tool_filter=${FFTCONV_SANITIZE_FILTER_RACECHECK:-$racecheck_filter}
     t0=$(date +%s)
     timeout "${FFTCONV_SANITIZE_TIMEOUT:-120}" "$san" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-      --print-limit 50 "$BUILD/tests/fftconv_gpu_tests" --gtest_filter="$filter" \
+      --print-limit 50 "$BUILD/tests/fftconv_gpu_tests" --gtest_filter="$tool_filter" \
       >"$OUT/sanitize-$tool.log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
@@ -163,6 +169,7 @@ if step sanitize; then
     {
       echo
       echo "== $tool (${extra[*]:-default options}): exit $rc, $((t1 - t0)) s$([ $rc -eq 124 ] && echo ', stopped by the time limit')"
+      [ "$tool_filter" = "$filter" ] || echo "gtest filter: $tool_filter"
       grep -E "^\[==========\] [0-9]+ tests|^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]" "$OUT/sanitize-$tool.log"
       grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$tool.log" | tail -3
     } >>"$OUT/sanitizer.txt"

@@ -248,9 +248,11 @@ FftGeometry FftConvAlgo::tune_geometry(const ConvDesc& d, const Options& o, std:
   }
   const std::vector<FftGeometry> candidates = ranked_fft_geometries(d, kFftSizeCandidates);
   const std::size_t es = dtype_size(d.dtype);
+  const PlanStream stream;
+  const cudaStream_t st = stream.get();
   DeviceBuffer x(es * d.x_elems()), w(es * d.w_elems()), y(es * d.y_elems());
-  launch_fill_uniform(x.get(), d.x_elems(), d.dtype, 21, nullptr);
-  launch_fill_uniform(w.get(), d.w_elems(), d.dtype, 22, nullptr);
+  launch_fill_uniform(x.get(), d.x_elems(), d.dtype, 21, st);
+  launch_fill_uniform(w.get(), d.w_elems(), d.dtype, 22, st);
   Options heuristic = o;
   heuristic.tuning = Tuning::kHeuristic;
   GpuTimer timer;
@@ -266,14 +268,15 @@ FftGeometry FftConvAlgo::tune_geometry(const ConvDesc& d, const Options& o, std:
     args.w = w.get();
     args.out = y.get();
     args.workspace = ws.get();
-    algo.run(args, nullptr, nullptr);  // warm-up
+    algo.run(args, st, nullptr);  // warm-up
     std::vector<double> ms;
     for (int i = 0; i < kFftSizeRuns; ++i) {
-      timer.start(nullptr);
-      algo.run(args, nullptr, nullptr);
-      timer.stop(nullptr);
+      timer.start(st);
+      algo.run(args, st, nullptr);
+      timer.stop(st);
       ms.push_back(timer.elapsed_ms());
     }
+    stream.synchronize();  // before ws is freed
     const double med = median(std::move(ms));
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%s%s %.4f ms", timings.empty() ? "" : ", ",

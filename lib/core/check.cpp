@@ -12,6 +12,9 @@ std::string where(const char* expr, const char* file, int line) {
 }  // namespace
 
 void throw_cuda(cudaError_t err, const char* expr, const char* file, int line) {
+  // A failed call also leaves its error as the thread's last error; clear it (a sticky error
+  // stays anyway), so that the next launch check does not report this failure as its own.
+  cudaGetLastError();
   Status st = Status::kCudaError;
   if (err == cudaErrorMemoryAllocation) st = Status::kOutOfMemory;
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||

@@ -31,6 +31,18 @@ float GpuTimer::elapsed_ms() {
   return ms;
 }
 
+PlanStream::PlanStream() {
+  FFTCONV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+PlanStream::~PlanStream() {
+  // Errors here belong to the work that was enqueued, which its own checks report.
+  if (cudaStreamSynchronize(stream_) != cudaSuccess) cudaGetLastError();
+  cudaStreamDestroy(stream_);
+}
+
+void PlanStream::synchronize() const { FFTCONV_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
 double median(std::vector<double> values) {
   if (values.empty()) throw Error(Status::kInvalidArgument, "median of no values");
   const std::size_t mid = values.size() / 2;

@@ -25,6 +25,24 @@ class GpuTimer {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
+/// A non-blocking stream of the current device for plan-time work (search buffers, timed
+/// candidates). It never synchronises with the legacy default stream, so building a plan neither
+/// waits for other threads' work nor breaks a CUDA graph another thread is capturing, as the
+/// legacy stream and cudaDeviceSynchronize would. Synchronised and destroyed with the object.
+class PlanStream {
+ public:
+  PlanStream();
+  ~PlanStream();
+  PlanStream(const PlanStream&) = delete;
+  PlanStream& operator=(const PlanStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  /// Waits for the work enqueued on the stream.
+  void synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 /// The median of `values` (the mean of the middle two for an even count); throws
 /// Error(kInvalidArgument) when empty.
 double median(std::vector<double> values);

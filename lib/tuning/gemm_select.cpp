@@ -42,9 +42,10 @@ std::vector<GemmTiming> time_cgemm_candidates(const CgemmProblem& p,
   DeviceBuffer b(8 * static_cast<std::size_t>(p.b_extent()));
   DeviceBuffer c(8 * static_cast<std::size_t>(p.c_extent()));
   // Random operands: timing on zeros can flatter kernels.
-  launch_fill_uniform(a.get(), 2 * p.a_extent(), DType::kF32, 11, nullptr);
-  launch_fill_uniform(b.get(), 2 * p.b_extent(), DType::kF32, 12, nullptr);
-  FFTCONV_CUDA_CHECK(cudaDeviceSynchronize());
+  const PlanStream stream;
+  const cudaStream_t st = stream.get();
+  launch_fill_uniform(a.get(), 2 * p.a_extent(), DType::kF32, 11, st);
+  launch_fill_uniform(b.get(), 2 * p.b_extent(), DType::kF32, 12, st);
   const CgemmOperands ops{a.as<const float2>(), b.as<const float2>(), c.as<float2>(), 1.0f};
   GpuTimer timer;
   std::vector<GemmTiming> out;
@@ -54,15 +55,16 @@ std::vector<GemmTiming> time_cgemm_candidates(const CgemmProblem& p,
     try {
       auto runner = make_cgemm_runner(*k);
       DeviceBuffer ws(runner->workspace_size(p));
-      runner->run(p, ops, ws.get(), nullptr);  // warm-up
+      runner->run(p, ops, ws.get(), st);  // warm-up
       std::vector<double> ms;
       for (int i = 0; i < runs; ++i) {
-        timer.start(nullptr);
-        runner->run(p, ops, ws.get(), nullptr);
-        timer.stop(nullptr);
+        timer.start(st);
+        runner->run(p, ops, ws.get(), st);
+        timer.stop(st);
         ms.push_back(timer.elapsed_ms());
         if (i == 0 && ms.back() > kEarlyStopRatio * best) break;
       }
+      stream.synchronize();  // before ws is freed
       t.ms = median(std::move(ms));
       best = std::min(best, t.ms);
     } catch (const Error& e) {

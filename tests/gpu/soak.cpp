@@ -3,6 +3,7 @@
 // first round (a leaked plan, cuFFT handle or kept filter shows as growth).
 //
 //   fftconv_soak --threads 8 --seconds 120 [--rounds 10] [--seed 1] [--max-growth-mib 64]
+//                [--algos auto,fft,fft_tiled,cudnn]   (the algorithms drawn from; default all)
 //
 // The run is cut into rounds; at the end of each the threads join, the device is synchronised
 // and cudaMemGetInfo gives the memory in use. Round 1 is the warm-up (module loading, library
@@ -24,6 +25,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <csignal>
+#include <execinfo.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -48,12 +53,13 @@ struct Args {
   int rounds = 10;
   std::uint64_t seed = 1;
   double max_growth_mib = 64.0;
+  std::vector<Algo> algos{Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn};
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "fftconv_soak: %s\nusage: fftconv_soak [--threads N] [--seconds S] [--rounds R] "
-               "[--seed K] [--max-growth-mib M]\n",
+               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,cudnn]\n",
                why);
   std::exit(2);
 }
@@ -65,6 +71,20 @@ Args parse_args(int argc, char** argv) {
     if (key == "--help" || key == "-h") usage("help");
     if (i + 1 >= argc) usage(("missing value after " + key).c_str());
     const char* value = argv[++i];
+    if (key == "--algos") {
+      a.algos.clear();
+      std::string list = value;
+      for (std::size_t pos = 0; pos <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', pos), list.size());
+        try {
+          a.algos.push_back(fftconv::parse_algo(list.substr(pos, comma - pos)));
+        } catch (const fftconv::Error& e) {
+          usage(e.what());
+        }
+        pos = comma + 1;
+      }
+      continue;
+    }
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(value, &end);
@@ -131,14 +151,13 @@ bool declined(Status s) { return s == Status::kNotSupported || s == Status::kKer
 
 /// One shape: plans for the three passes with one algorithm, each run once (forward also with a
 /// kept filter), checked against the oracle where the plan is an FFT plan, then destroyed.
-void run_shape(std::mt19937_64& gen, cudaStream_t stream, Tally& t) {
+void run_shape(std::mt19937_64& gen, cudaStream_t stream, const std::vector<Algo>& algos, Tally& t) {
   static constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-  static constexpr Algo kAlgos[] = {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn};
   testing::RandomDescOptions shape;
   shape.dtype = kDtypes[gen() % 3];
   shape.max_macs = 2e7;  // the fp64 oracle stays at milliseconds
   const ConvDesc d = testing::random_desc(gen, shape);
-  const Algo algo = kAlgos[gen() % 4];
+  const Algo algo = algos[gen() % algos.size()];
   const std::uint64_t seed = gen();
   ++t.shapes;
 
@@ -223,6 +242,18 @@ void run_shape(std::mt19937_64& gen, cudaStream_t stream, Tally& t) {
   }
 }
 
+// A crash prints the stack of the thread that crashed (symbols: build with -rdynamic or read
+// the addresses with addr2line) before the default action.
+void on_crash(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  const char msg[] = "fftconv_soak: crashed; stack:\n";
+  (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 double used_mib() {
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   std::size_t free_bytes = 0, total_bytes = 0;
@@ -233,6 +264,8 @@ double used_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGSEGV, on_crash);
+  std::signal(SIGABRT, on_crash);
   const Args args = parse_args(argc, argv);
   std::string why;
   if (!testing::has_device(&why)) {
@@ -241,8 +274,11 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu\n", prop.name,
-              args.threads, args.seconds, args.rounds, static_cast<unsigned long long>(args.seed));
+  std::string algos;
+  for (Algo a : args.algos) algos += std::string(algos.empty() ? "" : ",") + fftconv::algo_name(a);
+  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu, algos %s\n", prop.name,
+              args.threads, args.seconds, args.rounds, static_cast<unsigned long long>(args.seed),
+              algos.c_str());
   const double start_mib = used_mib();
   std::printf("device memory in use at start: %.1f MiB\n", start_mib);
 
@@ -262,7 +298,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> pool;
     for (int i = 0; i < args.threads; ++i) {
       pool.emplace_back([&, i] {
-        while (std::chrono::steady_clock::now() < deadline) run_shape(gens[i], streams[i], tallies[i]);
+        while (std::chrono::steady_clock::now() < deadline) run_shape(gens[i], streams[i], args.algos, tallies[i]);
       });
     }
     for (auto& th : pool) th.join();

@@ -263,16 +263,16 @@ class CudnnAlgo final : public ConvAlgo {
     return bytes <= limit && tensors + bytes < free_bytes / 10 * 9;
   }
 
-  std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes) const {
+  std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes, const PlanStream& stream) const {
     const std::size_t es = dtype_size(d_.dtype);
     auto b = std::unique_ptr<SearchBuffers>(
         new SearchBuffers{DeviceBuffer(es * d_.x_elems()), DeviceBuffer(es * d_.w_elems()),
                           DeviceBuffer(es * d_.y_elems()), DeviceBuffer(ws_bytes), ws_bytes});
     // Random data: timing on zeros can flatter kernels.
-    launch_fill_uniform(b->x.get(), d_.x_elems(), d_.dtype, 1, nullptr);
-    launch_fill_uniform(b->w.get(), d_.w_elems(), d_.dtype, 2, nullptr);
-    launch_fill_uniform(b->y.get(), d_.y_elems(), d_.dtype, 3, nullptr);
-    FFTCONV_CUDA_CHECK(cudaDeviceSynchronize());
+    launch_fill_uniform(b->x.get(), d_.x_elems(), d_.dtype, 1, stream.get());
+    launch_fill_uniform(b->w.get(), d_.w_elems(), d_.dtype, 2, stream.get());
+    launch_fill_uniform(b->y.get(), d_.y_elems(), d_.dtype, 3, stream.get());
+    stream.synchronize();
     return b;
   }
 
@@ -293,10 +293,13 @@ class CudnnAlgo final : public ConvAlgo {
         search_ws = std::max(search_ws, bytes);
       }
     }
-    const auto bufs = search_buffers(search_ws);
+    const PlanStream stream;
+    const auto bufs = search_buffers(search_ws, stream);
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, stream.get()));
     const std::vector<CudnnPerf> perf = ops_->find(
         descs_,
         CudnnSearchTensors{bufs->x.get(), bufs->w.get(), bufs->y.get(), bufs->ws.get(), search_ws});
+    stream.synchronize();
     pick(perf, strict, limit, "find");
   }
 
@@ -309,7 +312,9 @@ class CudnnAlgo final : public ConvAlgo {
         search_ws = std::max(search_ws, p.memory);
       }
     }
-    const auto b = search_buffers(search_ws);
+    const PlanStream stream;
+    const cudaStream_t st = stream.get();
+    const auto b = search_buffers(search_ws, stream);
     // The pass's operands: x (forward, backward filter), w (forward, backward data), dy = y
     // (backward); its output is the remaining tensor.
     RunArgs a;
@@ -321,7 +326,7 @@ class CudnnAlgo final : public ConvAlgo {
                                            : b->w.get();
     a.workspace = b->ws.get();
     GpuTimer untimed, timer;
-    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, nullptr));
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, st));
     float spent = 0.0f, best = 0.0f;
     std::vector<CudnnPerf> timed;
     std::string skipped;
@@ -332,9 +337,9 @@ class CudnnAlgo final : public ConvAlgo {
       float first = 0.0f;
       try {
         FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, p.math));
-        untimed.start(nullptr);
+        untimed.start(st);
         enqueue(p.algo, a, p.memory);
-        untimed.stop(nullptr);
+        untimed.stop(st);
         first = untimed.elapsed_ms();
         if (!timed.empty() && first > kSlowCandidateFactor * best) {
           // Slower than the best even with its kernels loaded: its untimed run stands.
@@ -343,9 +348,9 @@ class CudnnAlgo final : public ConvAlgo {
           timed.push_back(p);
           continue;
         }
-        timer.start(nullptr);
+        timer.start(st);
         enqueue(p.algo, a, p.memory);
-        timer.stop(nullptr);
+        timer.stop(st);
         p.time = timer.elapsed_ms();
       } catch (const Error& e) {
         if (e.status() != Status::kCudnnError && e.status() != Status::kNotSupported) throw;
@@ -357,6 +362,7 @@ class CudnnAlgo final : public ConvAlgo {
       best = timed.empty() ? p.time : std::min(best, p.time);
       timed.push_back(p);
     }
+    stream.synchronize();
     std::stable_sort(timed.begin(), timed.end(),
                      [](const CudnnPerf& l, const CudnnPerf& r) { return l.time < r.time; });
     char how[128];
