@@ -20,7 +20,8 @@
 #   FFTCONV_GPU_STEPS="gbench | torch blur main; report" scripts/gpu_check.sh
 # Steps: build, test (ctest), sanitize (compute-sanitizer memcheck, racecheck, initcheck and
 # synccheck over the GPU suites on small shapes: sanitizer.txt; not by default), soak
-# (fftconv_soak, 8 threads, FFTCONV_SOAK_SECONDS, default 120: soak.txt; not by default), bench (fftconv-bench --verify on every suite CSV, and suite.csv
+# (fftconv_soak, 8 threads: a case pool for FFTCONV_SOAK_SECONDS, default 120, then a minute of
+# new cases: soak.txt; not by default), bench (fftconv-bench --verify on every suite CSV, and suite.csv
 # again in fp16 and bf16), dtypes (suite.csv in fp32, fp16 and bf16 timed in turn, 200 rounds,
 # with a second fp32 copy as control and bench_report's half-against-fp32 table, timed as direct
 # calls and as CUDA-graph replays, then
@@ -177,10 +178,16 @@ if step sanitize; then
   cat "$OUT/sanitizer.txt"
 fi
 if step soak; then
-  # 8 threads build, run and destroy plans of random shapes for every pass (tests/gpu/soak.cpp).
+  # 8 threads build, run and destroy plans of random shapes for every pass (tests/gpu/soak.cpp):
+  # a pool of 64 cases per thread, cycled (the leak check: memory back to its level after the
+  # first round), then new random cases for a minute (every call must succeed; the memory the
+  # code of newly used kernels takes is reported, bounded at 256 MiB). Both in soak.txt.
   limited soak "$BUILD/tests/fftconv_soak" --threads 8 --seconds "${FFTCONV_SOAK_SECONDS:-120}" \
-    --rounds 10 >"$OUT/soak.txt" 2>&1 || status=1
-  tail -4 "$OUT/soak.txt"
+    --rounds 10 --pool 64 >"$OUT/soak.txt" 2>&1 || status=1
+  echo >>"$OUT/soak.txt"
+  limited soak "$BUILD/tests/fftconv_soak" --threads 8 --seconds 60 --rounds 6 --pool 0 \
+    --max-growth-mib 256 >>"$OUT/soak.txt" 2>&1 || status=1
+  grep -E "^(fftconv_soak|total|device memory in use:|soak|FAIL)" "$OUT/soak.txt"
 fi
 
 if step bench; then

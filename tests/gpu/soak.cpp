@@ -1,18 +1,22 @@
 // Soak test: threads build plans for random shapes, run all three passes, destroy them, for a
 // bounded time; every call must succeed and device memory must return to its level after the
-// first round (a leaked plan, cuFFT handle or kept filter shows as growth).
+// first round (a leaked plan, cuFFT handle, cuDNN handle or kept filter shows as growth).
 //
 //   fftconv_soak --threads 8 --seconds 120 [--rounds 10] [--seed 1] [--max-growth-mib 64]
-//                [--algos auto,fft,fft_tiled,cudnn]   (the algorithms drawn from; default all)
+//                [--algos auto,fft,fft_tiled,cudnn] [--pool 64]
 //
-// The run is cut into rounds; at the end of each the threads join, the device is synchronised
-// and cudaMemGetInfo gives the memory in use. Round 1 is the warm-up (module loading, library
-// handles, the first plan of each kind); the check is the last round against it. FFT plans
-// (Algo::kFft, kFftTiled, and Auto where it picks one) are checked against the fp64 device oracle
-// at the tests' tolerance on every iteration; cuDNN plans are run and synchronised only (their
-// accuracy is the GPU suites' business). A pass an algorithm does not serve (Status::kNotSupported,
-// kKernelTooLarge) is counted as declined, not failed. Exit status: 0 pass, 1 fail, 77 no device
-// (ctest's skip code).
+// Each thread cycles through a pool of --pool random cases (shape, dtype, algorithm, data seed;
+// 0: a new random case every time). The run is cut into rounds; at the end of each the threads
+// join, the device is synchronised and cudaMemGetInfo gives the memory in use. Round 1 is the
+// warm-up, long enough to see every case of the pools once (module loading, library handles,
+// the kernels each case uses); the check is the last round against it. With --pool 0 new cases
+// keep loading kernels no earlier round used (CUDA's lazy module loading and cuDNN's engines),
+// whose code also takes device memory: there the growth is that, not a leak, and --pool is the
+// leak check. FFT plans (Algo::kFft, kFftTiled, and Auto where it picks one) are checked against
+// the fp64 device oracle at the tests' tolerance on every call; cuDNN plans are run and
+// synchronised only (their accuracy is the GPU suites' business). A pass an algorithm does not
+// serve (Status::kNotSupported, kKernelTooLarge) is counted as declined, not failed. Exit
+// status: 0 pass, 1 fail, 2 bad arguments, 77 no device (ctest's skip code).
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -54,12 +58,13 @@ struct Args {
   std::uint64_t seed = 1;
   double max_growth_mib = 64.0;
   std::vector<Algo> algos{Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn};
+  int pool = 64;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "fftconv_soak: %s\nusage: fftconv_soak [--threads N] [--seconds S] [--rounds R] "
-               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,cudnn]\n",
+               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,cudnn] [--pool N]\n",
                why);
   std::exit(2);
 }
@@ -94,12 +99,14 @@ Args parse_args(int argc, char** argv) {
     else if (key == "--rounds") a.rounds = static_cast<int>(v);
     else if (key == "--seed") a.seed = static_cast<std::uint64_t>(v);
     else if (key == "--max-growth-mib") a.max_growth_mib = v;
+    else if (key == "--pool") a.pool = static_cast<int>(v);
     else usage(("unknown option " + key).c_str());
   }
   if (a.threads < 1 || a.threads > 256) usage("--threads must be in 1..256");
   if (!(a.seconds > 0.0)) usage("--seconds must be positive");
   if (a.rounds < 2 || a.rounds > 1000) usage("--rounds must be in 2..1000");
   if (!(a.max_growth_mib >= 0.0)) usage("--max-growth-mib must be >= 0");
+  if (a.pool < 0 || a.pool > 100000) usage("--pool must be in 0..100000");
   return a;
 }
 
@@ -149,16 +156,32 @@ std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t co
 
 bool declined(Status s) { return s == Status::kNotSupported || s == Status::kKernelTooLarge; }
 
-/// One shape: plans for the three passes with one algorithm, each run once (forward also with a
-/// kept filter), checked against the oracle where the plan is an FFT plan, then destroyed.
-void run_shape(std::mt19937_64& gen, cudaStream_t stream, const std::vector<Algo>& algos, Tally& t) {
+/// One case of the soak: a shape, the algorithm its plans ask for and the seed of its data.
+struct Case {
+  ConvDesc desc;
+  Algo algo = Algo::kAuto;
+  std::uint64_t seed = 0;
+};
+
+Case draw_case(std::mt19937_64& gen, const std::vector<Algo>& algos) {
   static constexpr DType kDtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
   testing::RandomDescOptions shape;
   shape.dtype = kDtypes[gen() % 3];
   shape.max_macs = 2e7;  // the fp64 oracle stays at milliseconds
-  const ConvDesc d = testing::random_desc(gen, shape);
-  const Algo algo = algos[gen() % algos.size()];
-  const std::uint64_t seed = gen();
+  Case c;
+  c.desc = testing::random_desc(gen, shape);
+  c.algo = algos[gen() % algos.size()];
+  c.seed = gen();
+  return c;
+}
+
+/// One case: plans for the three passes with its algorithm, each run once (forward twice, the
+/// second time with a kept filter for odd seeds), checked against the oracle where the plan is an
+/// FFT plan, then destroyed.
+void run_case(const Case& c, cudaStream_t stream, Tally& t) {
+  const ConvDesc& d = c.desc;
+  const Algo algo = c.algo;
+  const std::uint64_t seed = c.seed;
   ++t.shapes;
 
   const auto xv = testing::random_values(d.x_elems(), seed, d.dtype);
@@ -191,7 +214,8 @@ void run_shape(std::mt19937_64& gen, cudaStream_t stream, const std::vector<Algo
       // Forward runs twice, the second time (every other shape) from a kept filter.
       const int runs = pass == Pass::kForward ? 2 : 1;
       for (int run = 0; run < runs; ++run) {
-        out.poison();
+        // NaN in every byte (nothing written shows), ordered on the stream the pass runs on.
+        check(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream), "poison");
         if (pass == Pass::kForward) {
           const bool kept = run == 1 && (seed & 1);
           if (kept) plan.set_filter(w.get(), stream);
@@ -276,16 +300,22 @@ int main(int argc, char** argv) {
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::string algos;
   for (Algo a : args.algos) algos += std::string(algos.empty() ? "" : ",") + fftconv::algo_name(a);
-  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu, algos %s\n", prop.name,
-              args.threads, args.seconds, args.rounds, static_cast<unsigned long long>(args.seed),
-              algos.c_str());
+  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu, algos %s, %s\n",
+              prop.name, args.threads, args.seconds, args.rounds,
+              static_cast<unsigned long long>(args.seed), algos.c_str(),
+              args.pool ? ("a pool of " + std::to_string(args.pool) + " cases per thread, cycled")
+                              .c_str()
+                        : "a new random case every time");
   const double start_mib = used_mib();
   std::printf("device memory in use at start: %.1f MiB\n", start_mib);
 
   std::vector<std::mt19937_64> gens;
+  std::vector<std::vector<Case>> pools(args.threads);
+  std::vector<std::size_t> next(args.threads, 0);
   std::vector<cudaStream_t> streams(args.threads);
   for (int i = 0; i < args.threads; ++i) {
     gens.emplace_back(args.seed * 1000003 + i);
+    for (int j = 0; j < args.pool; ++j) pools[i].push_back(draw_case(gens[i], args.algos));
     check(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), "cudaStreamCreate");
   }
   Tally total;
@@ -298,7 +328,14 @@ int main(int argc, char** argv) {
     std::vector<std::thread> pool;
     for (int i = 0; i < args.threads; ++i) {
       pool.emplace_back([&, i] {
-        while (std::chrono::steady_clock::now() < deadline) run_shape(gens[i], streams[i], args.algos, tallies[i]);
+        while (std::chrono::steady_clock::now() < deadline) {
+          if (pools[i].empty()) {
+            run_case(draw_case(gens[i], args.algos), streams[i], tallies[i]);
+          } else {
+            run_case(pools[i][next[i]], streams[i], tallies[i]);
+            next[i] = (next[i] + 1) % pools[i].size();
+          }
+        }
       });
     }
     for (auto& th : pool) th.join();
@@ -307,7 +344,7 @@ int main(int argc, char** argv) {
     total.add(r);
     used[round] = used_mib();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("round %d: %.1f s, %ld shapes, %ld plans, %ld calls, %ld verified, %ld declined, "
+    std::printf("round %d: %.1f s, %ld cases, %ld plans, %ld calls, %ld verified, %ld declined, "
                 "%ld failed; device memory in use %.1f MiB\n",
                 round + 1, secs, r.shapes, r.plans, r.calls, r.verified, r.declined, r.failures,
                 used[round]);
@@ -318,7 +355,7 @@ int main(int argc, char** argv) {
   const double growth = used.back() - used.front();
   const bool memory_ok = growth <= args.max_growth_mib;
   const bool ok = memory_ok && total.failures == 0 && total.calls > 0;
-  std::printf("total: %ld shapes, %ld plans, %ld calls, %ld checked against the oracle (worst "
+  std::printf("total: %ld cases, %ld plans, %ld calls, %ld checked against the oracle (worst "
               "rel-L2 f32 %.2e, f16 %.2e, bf16 %.2e), %ld declined, %ld failed\n",
               total.shapes, total.plans, total.calls, total.verified, total.worst_rel_l2[0],
               total.worst_rel_l2[1], total.worst_rel_l2[2], total.declined, total.failures);
