@@ -180,13 +180,14 @@ fi
 if step soak; then
   # 8 threads build, run and destroy plans of random shapes for every pass (tests/gpu/soak.cpp):
   # a pool of 64 cases per thread, cycled (the leak check: memory back to its level after the
-  # first round), then new random cases for a minute (every call must succeed; the memory the
-  # code of newly used kernels takes is reported, bounded at 256 MiB). Both in soak.txt.
+  # first round), then new random cases for FFTCONV_SOAK_FRESH_SECONDS (default 60; every call
+  # must succeed; the memory the code of newly used kernels takes is reported, bounded at
+  # 256 MiB). Both in soak.txt.
   limited soak "$BUILD/tests/fftconv_soak" --threads 8 --seconds "${FFTCONV_SOAK_SECONDS:-120}" \
     --rounds 10 --pool 64 >"$OUT/soak.txt" 2>&1 || status=1
   echo >>"$OUT/soak.txt"
-  limited soak "$BUILD/tests/fftconv_soak" --threads 8 --seconds 60 --rounds 6 --pool 0 \
-    --max-growth-mib 256 >>"$OUT/soak.txt" 2>&1 || status=1
+  limited soak "$BUILD/tests/fftconv_soak" --threads 8 --seconds "${FFTCONV_SOAK_FRESH_SECONDS:-60}" \
+    --rounds 6 --pool 0 --max-growth-mib 256 >>"$OUT/soak.txt" 2>&1 || status=1
   grep -E "^(fftconv_soak|total|device memory in use:|soak|FAIL)" "$OUT/soak.txt"
 fi
 

@@ -15,6 +15,7 @@
 
 #if FFTCONV_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
@@ -246,6 +247,18 @@ Workspace workspace_for(const Plan& plan, const at::Tensor& like) {
   return ws;
 }
 
+// A new contiguous tensor of `like`'s dtype and device for a kernel's result. On CUDA straight
+// from the caching allocator (at::detail::empty_cuda, what at::empty's CUDA kernel calls),
+// without at::empty's trip through the dispatcher.
+at::Tensor new_output(at::IntArrayRef size, const at::Tensor& like) {
+#if FFTCONV_TORCH_CUDA
+  if (like.is_cuda()) {
+    return at::detail::empty_cuda(size, like.scalar_type(), like.device(), std::nullopt);
+  }
+#endif
+  return at::empty(size, like.options());
+}
+
 cudaStream_t current_stream(Backend backend, const at::Tensor& t) {
 #if FFTCONV_TORCH_CUDA
   if (backend == Backend::kGpu) return at::cuda::getCurrentCUDAStream(t.get_device()).stream();
@@ -358,7 +371,7 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
   const Resolved r = resolve(d, Pass::kForward, algo, *backend, cache_index(*backend, x),
                              frozen_filter(weight), w, stream);
   if (r.entry->use_aten) return aten_forward(x, w, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt, p);
-  at::Tensor y = at::empty(output_size(d), x.options());
+  at::Tensor y = new_output(output_size(d), x);
   const Workspace ws = workspace_for(*r.entry->plan, x);
   engine_call(d, Pass::kForward, [&] {
     r.entry->plan->forward(x.data_ptr(), r.kept ? nullptr : w.data_ptr(),
@@ -399,7 +412,7 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const Resolved r = resolve(d, Pass::kBackwardData, algo, *backend, cache_index(*backend, dy),
                              frozen_filter(weight), w, stream);
   if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
-  at::Tensor dx = at::empty(input_size, dy.options());
+  at::Tensor dx = new_output(input_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardData, [&] {
     r.entry->plan->backward_data(dy.data_ptr(), r.kept ? nullptr : w.data_ptr(), dx.data_ptr(),
@@ -438,7 +451,7 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   const Resolved r = resolve(d, Pass::kBackwardFilter, algo, *backend, cache_index(*backend, dy),
                              at::Tensor(), at::Tensor(), stream);
   if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
-  at::Tensor dw = at::empty(weight_size, dy.options());
+  at::Tensor dw = new_output(weight_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardFilter, [&] {
     r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), dw.data_ptr(),

@@ -1,7 +1,7 @@
 #include "plan_cache.h"
 
-#include <deque>
 #include <stdexcept>
+#include <string>
 
 namespace fftconv::torch_ext {
 
@@ -92,12 +92,14 @@ void PlanCache::clear() {
 }
 
 PlanCache& plan_cache(int device) {
-  static std::mutex mutex;
-  static std::deque<PlanCache> caches;  // [0] is the host's; deque: references stay valid
-  if (device < -1) throw std::invalid_argument("plan_cache: device index below -1");
-  std::lock_guard<std::mutex> lock(mutex);
-  while (caches.size() <= static_cast<std::size_t>(device + 1)) caches.emplace_back();
-  return caches[static_cast<std::size_t>(device + 1)];
+  // One cache per device index, made on first use; no lock on the way to a device's cache.
+  constexpr int kMaxDevices = 64;
+  static PlanCache caches[kMaxDevices + 1];  // [0] is the host's
+  if (device < -1 || device >= kMaxDevices) {
+    throw std::invalid_argument("plan_cache: device index " + std::to_string(device) +
+                                " outside -1.." + std::to_string(kMaxDevices - 1));
+  }
+  return caches[device + 1];
 }
 
 }  // namespace fftconv::torch_ext

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -321,14 +322,26 @@ int main(int argc, char** argv) {
   Tally total;
   std::vector<double> used(args.rounds);
   const auto round_length = std::chrono::duration<double>(args.seconds / args.rounds);
-  for (int round = 0; round < args.rounds; ++round) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(round_length);
-    std::vector<Tally> tallies(args.threads);
-    std::vector<std::thread> pool;
-    for (int i = 0; i < args.threads; ++i) {
-      pool.emplace_back([&, i] {
-        while (std::chrono::steady_clock::now() < deadline) {
+  // The same worker threads for every round (as an application's threads live): each waits for
+  // the next round to open, works until its deadline, reports, and waits again.
+  std::mutex mu;
+  std::condition_variable cv;
+  int round_open = 0, finished = 0;  // round_open: rounds opened so far; -1: stop
+  std::chrono::steady_clock::time_point deadline;
+  std::vector<Tally> tallies(args.threads);
+  std::vector<std::thread> workers;
+  for (int i = 0; i < args.threads; ++i) {
+    workers.emplace_back([&, i] {
+      for (int seen = 0;;) {
+        std::chrono::steady_clock::time_point until;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return round_open != seen; });
+          if (round_open < 0) return;
+          seen = round_open;
+          until = deadline;
+        }
+        while (std::chrono::steady_clock::now() < until) {
           if (pools[i].empty()) {
             run_case(draw_case(gens[i], args.algos), streams[i], tallies[i]);
           } else {
@@ -336,9 +349,28 @@ int main(int argc, char** argv) {
             next[i] = (next[i] + 1) % pools[i].size();
           }
         }
-      });
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++finished;
+        }
+        cv.notify_all();
+      }
+    });
+  }
+  for (int round = 0; round < args.rounds; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (Tally& t : tallies) t = Tally{};
+      finished = 0;
+      deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(round_length);
+      ++round_open;
     }
-    for (auto& th : pool) th.join();
+    cv.notify_all();
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return finished == args.threads; });
+    }
     Tally r;
     for (const Tally& t : tallies) r.add(t);
     total.add(r);
@@ -350,6 +382,12 @@ int main(int argc, char** argv) {
                 used[round]);
     std::fflush(stdout);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    round_open = -1;
+  }
+  cv.notify_all();
+  for (std::thread& w : workers) w.join();
   for (cudaStream_t s : streams) check(cudaStreamDestroy(s), "cudaStreamDestroy");
 
   const double growth = used.back() - used.front();
