@@ -158,6 +158,25 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
   if (bytes) cuda_check(cudaMemcpy(host, get(), bytes, cudaMemcpyDeviceToHost), "download");
 }
 
+DeviceBuffer upload(const std::vector<float>& values, DType dtype) {
+  const auto bytes = encode(values, dtype);
+  DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+std::vector<float> download(const DeviceBuffer& b, std::int64_t count, DType dtype) {
+  std::vector<unsigned char> host(b.bytes());
+  b.download(host.data(), host.size());
+  return decode(host.data(), count, dtype);
+}
+
+std::vector<double> download_f64(const DeviceBuffer& b, std::int64_t count) {
+  std::vector<double> v(static_cast<std::size_t>(count));
+  b.download(v.data(), v.size() * sizeof(double));
+  return v;
+}
+
 void DeviceBuffer::poison() {
   if (bytes()) cuda_check(cudaMemset(get(), 0xFF, bytes()), "poison");
 }

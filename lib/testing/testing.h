@@ -74,6 +74,13 @@ class DeviceBuffer : public detail::DeviceBuffer {
   void poison();
 };
 
+/// `values` encoded as `dtype` in a new device buffer (synchronous copy).
+DeviceBuffer upload(const std::vector<float>& values, DType dtype);
+/// `count` elements of `dtype` from the device, decoded to fp32.
+std::vector<float> download(const DeviceBuffer& b, std::int64_t count, DType dtype);
+/// `count` doubles (an oracle's output) from the device.
+std::vector<double> download_f64(const DeviceBuffer& b, std::int64_t count);
+
 /// Throws std::runtime_error with the expression and error string when a CUDA call fails.
 void cuda_check(cudaError_t err, const char* what);
 

@@ -6,25 +6,6 @@
 
 namespace fftconv::gputest {
 
-testing::DeviceBuffer upload(const std::vector<float>& v, DType dtype) {
-  const auto bytes = testing::encode(v, dtype);
-  testing::DeviceBuffer b(bytes.size());
-  b.upload(bytes.data(), bytes.size());
-  return b;
-}
-
-std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype) {
-  std::vector<unsigned char> host(b.bytes());
-  b.download(host.data(), host.size());
-  return testing::decode(host.data(), count, dtype);
-}
-
-std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
-  std::vector<double> v(static_cast<std::size_t>(count));
-  b.download(v.data(), v.size() * sizeof(double));
-  return v;
-}
-
 bool all_poison(const testing::DeviceBuffer& b) {
   std::vector<unsigned char> host(b.bytes());
   b.download(host.data(), host.size());

@@ -55,12 +55,9 @@ using testing::output_reads_data;
 
 std::string data_dir();
 
-/// `values` encoded as `dtype` in a new device buffer.
-testing::DeviceBuffer upload(const std::vector<float>& values, DType dtype);
-/// `count` elements of `dtype` from the device, decoded to fp32.
-std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype);
-/// `count` doubles (an oracle's output) from the device.
-std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count);
+using testing::download;
+using testing::download_f64;
+using testing::upload;
 /// True when every byte still holds DeviceBuffer::poison's 0xFF (nothing was written).
 bool all_poison(const testing::DeviceBuffer& b);
 

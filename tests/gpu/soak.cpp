@@ -135,25 +135,9 @@ void report_failure(const std::string& what) {
 
 void check(cudaError_t err, const char* what) { testing::cuda_check(err, what); }
 
-/// `values` as `dtype` in a new device buffer.
-testing::DeviceBuffer upload(const std::vector<float>& values, DType dtype) {
-  const std::vector<unsigned char> bytes = testing::encode(values, dtype);
-  testing::DeviceBuffer b(std::max<std::size_t>(bytes.size(), 1));
-  b.upload(bytes.data(), bytes.size());
-  return b;
-}
-
-std::vector<float> download(const testing::DeviceBuffer& b, std::int64_t count, DType dtype) {
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(count) * fftconv::dtype_size(dtype));
-  b.download(bytes.data(), bytes.size());
-  return testing::decode(bytes.data(), count, dtype);
-}
-
-std::vector<double> download_f64(const testing::DeviceBuffer& b, std::int64_t count) {
-  std::vector<double> v(static_cast<std::size_t>(count));
-  b.download(v.data(), v.size() * sizeof(double));
-  return v;
-}
+using testing::download;
+using testing::download_f64;
+using testing::upload;
 
 bool declined(Status s) { return s == Status::kNotSupported || s == Status::kKernelTooLarge; }
 
