@@ -47,7 +47,7 @@
 # driver's suite-forward.json while no Google Benchmark run is recorded),
 # CMAKE_CUDA_ARCHITECTURES (default 90), FFTCONV_STB_INCLUDE_DIR (stb headers, where libstb-dev
 # is not installed), FFTCONV_DEB_DIR (default .deb: Debian packages from scripts/fetch_debs.sh,
-# unpacked with dpkg -x for the build where the machine lacks them: CLI11 and nlohmann-json).
+# unpacked with dpkg -x for the build where the machine lacks them: CLI11, nlohmann-json, Eigen).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
