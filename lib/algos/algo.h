@@ -53,6 +53,9 @@ class ConvAlgo {
   virtual void clear_filter() = 0;
   virtual bool has_filter() const = 0;
   virtual std::size_t filter_bytes() const = 0;
+  /// How the kept filter runs, where that was decided at set_filter (e.g. the host's separable
+  /// path); empty otherwise. Plan::describe() appends it.
+  virtual std::string kept_filter_note() const { return {}; }
   /// Runs the forward pass `iters` times after one warm-up and returns the median time of each
   /// stage. This default times the stages run() marks with CUDA events on `stream`; an
   /// algorithm that runs elsewhere (the host) overrides it.

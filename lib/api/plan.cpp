@@ -102,7 +102,8 @@ std::string Plan::describe() const {
   }
   char ws[48];
   std::snprintf(ws, sizeof(ws), " ws=%.1fMiB", double(i.workspace_bytes) / (1 << 20));
-  return s + ws + " (" + i.reason + ")";
+  const std::string kept = impl_->algo->kept_filter_note();
+  return s + ws + " (" + i.reason + (kept.empty() ? "" : "; kept filter: " + kept) + ")";
 }
 
 namespace {
