@@ -3,7 +3,7 @@
 // first round (a leaked plan, cuFFT handle, cuDNN handle or kept filter shows as growth).
 //
 //   fftconv_soak --threads 8 --seconds 120 [--rounds 10] [--seed 1] [--max-growth-mib 64]
-//                [--algos auto,fft,fft_tiled,cudnn] [--pool 64]
+//                [--algos auto,fft,fft_tiled,cudnn] [--pool 64] [--passes fwd,dgrad,wgrad]
 //
 // Each thread cycles through a pool of --pool random cases (shape, dtype, algorithm, data seed;
 // 0: a new random case every time). The run is cut into rounds; at the end of each the threads
@@ -60,12 +60,14 @@ struct Args {
   double max_growth_mib = 64.0;
   std::vector<Algo> algos{Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn};
   int pool = 64;
+  std::vector<Pass> passes{Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter};
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "fftconv_soak: %s\nusage: fftconv_soak [--threads N] [--seconds S] [--rounds R] "
-               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,cudnn] [--pool N]\n",
+               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,cudnn] [--pool N]\n"
+               "       [--passes fwd,dgrad,wgrad]\n",
                why);
   std::exit(2);
 }
@@ -77,13 +79,17 @@ Args parse_args(int argc, char** argv) {
     if (key == "--help" || key == "-h") usage("help");
     if (i + 1 >= argc) usage(("missing value after " + key).c_str());
     const char* value = argv[++i];
-    if (key == "--algos") {
-      a.algos.clear();
-      std::string list = value;
+    if (key == "--algos" || key == "--passes") {
+      // A comma-separated list of names, parsed by the library's own parsers.
+      const bool algos = key == "--algos";
+      if (algos) a.algos.clear(); else a.passes.clear();
+      const std::string list = value;
       for (std::size_t pos = 0; pos <= list.size();) {
         const std::size_t comma = std::min(list.find(',', pos), list.size());
+        const std::string name = list.substr(pos, comma - pos);
         try {
-          a.algos.push_back(fftconv::parse_algo(list.substr(pos, comma - pos)));
+          if (algos) a.algos.push_back(fftconv::parse_algo(name));
+          else a.passes.push_back(fftconv::parse_pass(name));
         } catch (const fftconv::Error& e) {
           usage(e.what());
         }
@@ -163,7 +169,7 @@ Case draw_case(std::mt19937_64& gen, const std::vector<Algo>& algos) {
 /// One case: plans for the three passes with its algorithm, each run once (forward twice, the
 /// second time with a kept filter for odd seeds), checked against the oracle where the plan is an
 /// FFT plan, then destroyed.
-void run_case(const Case& c, cudaStream_t stream, Tally& t) {
+void run_case(const Case& c, const std::vector<Pass>& passes, cudaStream_t stream, Tally& t) {
   const ConvDesc& d = c.desc;
   const Algo algo = c.algo;
   const std::uint64_t seed = c.seed;
@@ -180,7 +186,7 @@ void run_case(const Case& c, cudaStream_t stream, Tally& t) {
   const std::size_t esize = fftconv::dtype_size(d.dtype);
   const double tol = testing::tolerance(d.dtype);
 
-  for (Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+  for (Pass pass : passes) {
     const std::string what = std::string(fftconv::pass_name(pass)) + " " + fftconv::algo_name(algo) +
                              " " + d.to_string();
     try {
@@ -283,11 +289,12 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::string algos;
+  std::string algos, passes;
   for (Algo a : args.algos) algos += std::string(algos.empty() ? "" : ",") + fftconv::algo_name(a);
-  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu, algos %s, %s\n",
+  for (Pass p : args.passes) passes += std::string(passes.empty() ? "" : ",") + fftconv::pass_name(p);
+  std::printf("fftconv_soak: %s, %d threads, %.0f s in %d rounds, seed %llu, algos %s, passes %s, %s\n",
               prop.name, args.threads, args.seconds, args.rounds,
-              static_cast<unsigned long long>(args.seed), algos.c_str(),
+              static_cast<unsigned long long>(args.seed), algos.c_str(), passes.c_str(),
               args.pool ? ("a pool of " + std::to_string(args.pool) + " cases per thread, cycled")
                               .c_str()
                         : "a new random case every time");
@@ -327,9 +334,9 @@ int main(int argc, char** argv) {
         }
         while (std::chrono::steady_clock::now() < until) {
           if (pools[i].empty()) {
-            run_case(draw_case(gens[i], args.algos), streams[i], tallies[i]);
+            run_case(draw_case(gens[i], args.algos), args.passes, streams[i], tallies[i]);
           } else {
-            run_case(pools[i][next[i]], streams[i], tallies[i]);
+            run_case(pools[i][next[i]], args.passes, streams[i], tallies[i]);
             next[i] = (next[i] + 1) % pools[i].size();
           }
         }

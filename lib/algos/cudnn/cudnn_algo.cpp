@@ -300,6 +300,9 @@ class CudnnAlgo final : public ConvAlgo {
         descs_,
         CudnnSearchTensors{bufs->x.get(), bufs->w.get(), bufs->y.get(), bufs->ws.get(), search_ws});
     stream.synchronize();
+    // The handle outlives the search's stream: back to its initial stream (every run sets the
+    // caller's before it enqueues).
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, nullptr));
     pick(perf, strict, limit, "find");
   }
 
@@ -363,6 +366,7 @@ class CudnnAlgo final : public ConvAlgo {
       timed.push_back(p);
     }
     stream.synchronize();
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, nullptr));  // as after find_algo
     std::stable_sort(timed.begin(), timed.end(),
                      [](const CudnnPerf& l, const CudnnPerf& r) { return l.time < r.time; });
     char how[128];
