@@ -18,24 +18,13 @@
 #include "reference/reference.h"
 #include "testing/testing.h"
 
-#ifndef FFTCONV_TEST_HAS_FFTW
-#define FFTCONV_TEST_HAS_FFTW 0
-#endif
-
-#define FFTCONV_REQUIRE_FFTW()                                                          \
-  do {                                                                                  \
-    if (!FFTCONV_TEST_HAS_FFTW)                                                         \
-      GTEST_SKIP() << "built without FFTCONV_WITH_FFTW (the cpu backend is not built)"; \
-  } while (0)
+#include "host_test_util.h"
 
 namespace fftconv {
 namespace {
 
-Options cpu_options() {
-  Options o;
-  o.backend = Backend::kCpu;
-  return o;
-}
+using hosttest::cpu_options;
+using hosttest::poisoned;
 
 // Inputs of one run (uniform in [-1, 1), fixed seed) and the oracle's output.
 struct Problem {
@@ -56,11 +45,6 @@ struct Problem {
   }
   const float* bias_ptr() const { return with_bias ? bias.data() : nullptr; }
 };
-
-std::vector<float> poisoned(std::int64_t count) {
-  return std::vector<float>(static_cast<std::size_t>(count),
-                            std::numeric_limits<float>::quiet_NaN());
-}
 
 // Plans on the CPU, runs into a NaN-poisoned output and compares with the oracle.
 testing::ErrorStats run_cpu(const Problem& p, const Options& o = cpu_options(),

@@ -13,25 +13,13 @@
 #include "reference/reference.h"
 #include "testing/testing.h"
 
-#ifndef FFTCONV_TEST_HAS_FFTW
-#define FFTCONV_TEST_HAS_FFTW 0
-#endif
-
-#define FFTCONV_REQUIRE_FFTW()                                                          \
-  do {                                                                                  \
-    if (!FFTCONV_TEST_HAS_FFTW)                                                         \
-      GTEST_SKIP() << "built without FFTCONV_WITH_FFTW (the cpu backend is not built)"; \
-  } while (0)
+#include "host_test_util.h"
 
 namespace fftconv {
 namespace {
 
-Options cpu_options(Pass pass = Pass::kForward) {
-  Options o;
-  o.backend = Backend::kCpu;
-  o.pass = pass;
-  return o;
-}
+using hosttest::cpu_options;
+using hosttest::poisoned;
 
 // A K x C/groups x R x S filter whose every plane is a sum of `rank` outer products of random
 // vectors, rounded to fp32.
@@ -55,11 +43,6 @@ std::vector<float> low_rank_filter(const ConvDesc& d, int rank, std::uint64_t se
     }
   }
   return w;
-}
-
-std::vector<float> poisoned(std::int64_t count) {
-  return std::vector<float>(static_cast<std::size_t>(count),
-                            std::numeric_limits<float>::quiet_NaN());
 }
 
 struct KeptRun {
