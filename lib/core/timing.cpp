@@ -1,6 +1,7 @@
 #include "core/timing.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/check.h"
 #include "fftconv/status.hpp"
@@ -42,6 +43,15 @@ PlanStream::~PlanStream() {
 }
 
 void PlanStream::synchronize() const { FFTCONV_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+const PlanStream& thread_plan_stream() {
+  thread_local std::vector<std::unique_ptr<PlanStream>> per_device;
+  int dev = 0;
+  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
+  if (per_device.size() <= static_cast<std::size_t>(dev)) per_device.resize(dev + 1);
+  if (!per_device[dev]) per_device[dev] = std::make_unique<PlanStream>();
+  return *per_device[dev];
+}
 
 double median(std::vector<double> values) {
   if (values.empty()) throw Error(Status::kInvalidArgument, "median of no values");

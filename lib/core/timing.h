@@ -43,6 +43,19 @@ class PlanStream {
   cudaStream_t stream_ = nullptr;
 };
 
+/// The calling thread's PlanStream for the current device, created on first use and kept for the
+/// thread's life, so plan-time work (and a library handle pointed at it) does not churn streams.
+const PlanStream& thread_plan_stream();
+
+/// Waits for a kept PlanStream on scope exit (errors cleared): declared after the buffers its
+/// work uses, it drains the stream before they are freed, whatever the way out.
+struct PlanStreamDrain {
+  const PlanStream& s;
+  ~PlanStreamDrain() {
+    if (cudaStreamSynchronize(s.get()) != cudaSuccess) cudaGetLastError();
+  }
+};
+
 /// The median of `values` (the mean of the middle two for an even count); throws
 /// Error(kInvalidArgument) when empty.
 double median(std::vector<double> values);

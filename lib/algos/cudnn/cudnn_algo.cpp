@@ -69,6 +69,30 @@ constexpr float kSlowCandidateFactor = 2.0f;
 // seed1_grouped3x3_f32 (H200), over the fp32 tolerance; strict fp32 leaves them out.
 bool winograd(Pass pass, int algo) { return std::strstr(algo_name(pass, algo), "WINOGRAD"); }
 
+// The calling thread's cuDNN handle for the current device, kept for the thread's life (cuDNN's
+// advice for threaded use). Plans hold none: each call takes its thread's, so a plan built on one
+// thread runs on any, and no handle is created or destroyed per plan. Declared after
+// thread_plan_stream()'s table is first used, so it is destroyed first (before that stream).
+cudnnHandle_t thread_cudnn_handle() {
+  struct Handles {
+    std::vector<cudnnHandle_t> per_device;
+    ~Handles() {
+      for (cudnnHandle_t h : per_device)
+        if (h) cudnnDestroy(h);
+    }
+  };
+  (void)thread_plan_stream();
+  thread_local Handles handles;
+  int dev = 0;
+  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
+  if (handles.per_device.size() <= static_cast<std::size_t>(dev)) {
+    handles.per_device.resize(dev + 1, nullptr);
+  }
+  cudnnHandle_t& h = handles.per_device[dev];
+  if (!h) FFTCONV_CUDNN_CHECK(cudnnCreate(&h));
+  return h;
+}
+
 static_assert(kCudnnBwdDataAlgo1 == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 &&
                   kCudnnBwdFilterAlgo1 == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
               "cuDNN's algorithm numbering changed");
@@ -90,7 +114,7 @@ class CudnnAlgo final : public ConvAlgo {
  private:
   void build(const Options& o) {
     const ConvDesc& d = d_;
-    FFTCONV_CUDNN_CHECK(cudnnCreate(&descs_.handle));
+    descs_.handle = thread_cudnn_handle();  // this thread's, for the search only
     FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.x));
     FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.y));
     FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_desc_));
@@ -128,6 +152,7 @@ class CudnnAlgo final : public ConvAlgo {
       heuristic_algo(strict, o.workspace_limit);
     }
     FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math_));
+    descs_.handle = nullptr;
   }
 
   void release() noexcept {
@@ -137,7 +162,6 @@ class CudnnAlgo final : public ConvAlgo {
     if (b_desc_) cudnnDestroyTensorDescriptor(b_desc_);
     if (descs_.y) cudnnDestroyTensorDescriptor(descs_.y);
     if (descs_.x) cudnnDestroyTensorDescriptor(descs_.x);
-    if (descs_.handle) cudnnDestroy(descs_.handle);
     descs_.conv = nullptr;
     descs_.w = nullptr;
     b_desc_ = descs_.y = descs_.x = nullptr;
@@ -154,12 +178,13 @@ class CudnnAlgo final : public ConvAlgo {
       args.w = kept_w_.get();
       kept_fence_.mark(stream);
     }
-    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, stream));
-    enqueue(algo_, args, workspace_);
+    CudnnDescs d = descs_;
+    d.handle = thread_cudnn_handle();
+    FFTCONV_CUDNN_CHECK(cudnnSetStream(d.handle, stream));
+    ops_->enqueue(d, algo_, args, workspace_);
     if (marks) marks->mark("cudnn", stream);
     if (pass_ == Pass::kForward && a.bias) {
-      FFTCONV_CUDNN_CHECK(
-          cudnnAddTensor(descs_.handle, &one, b_desc_, a.bias, &one, descs_.y, a.out));
+      FFTCONV_CUDNN_CHECK(cudnnAddTensor(d.handle, &one, b_desc_, a.bias, &one, d.y, a.out));
       if (marks) marks->mark("bias", stream);
     }
   }
@@ -293,16 +318,14 @@ class CudnnAlgo final : public ConvAlgo {
         search_ws = std::max(search_ws, bytes);
       }
     }
-    const PlanStream stream;
+    const PlanStream& stream = thread_plan_stream();
     const auto bufs = search_buffers(search_ws, stream);
+    const PlanStreamDrain drain{stream};  // before bufs are freed, also when find throws
     FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, stream.get()));
     const std::vector<CudnnPerf> perf = ops_->find(
         descs_,
         CudnnSearchTensors{bufs->x.get(), bufs->w.get(), bufs->y.get(), bufs->ws.get(), search_ws});
     stream.synchronize();
-    // The handle outlives the search's stream: back to its initial stream (every run sets the
-    // caller's before it enqueues).
-    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, nullptr));
     pick(perf, strict, limit, "find");
   }
 
@@ -315,9 +338,10 @@ class CudnnAlgo final : public ConvAlgo {
         search_ws = std::max(search_ws, p.memory);
       }
     }
-    const PlanStream stream;
+    const PlanStream& stream = thread_plan_stream();
     const cudaStream_t st = stream.get();
     const auto b = search_buffers(search_ws, stream);
+    const PlanStreamDrain drain{stream};  // as in find_algo
     // The pass's operands: x (forward, backward filter), w (forward, backward data), dy = y
     // (backward); its output is the remaining tensor.
     RunArgs a;
@@ -366,7 +390,6 @@ class CudnnAlgo final : public ConvAlgo {
       timed.push_back(p);
     }
     stream.synchronize();
-    FFTCONV_CUDNN_CHECK(cudnnSetStream(descs_.handle, nullptr));  // as after find_algo
     std::stable_sort(timed.begin(), timed.end(),
                      [](const CudnnPerf& l, const CudnnPerf& r) { return l.time < r.time; });
     char how[128];
