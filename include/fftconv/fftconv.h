@@ -43,7 +43,8 @@ typedef enum fftconv_algo {
   FFTCONV_ALGO_AUTO = 0,
   FFTCONV_ALGO_FFT = 1,
   FFTCONV_ALGO_CUDNN = 2,
-  FFTCONV_ALGO_FFT_TILED = 3
+  FFTCONV_ALGO_FFT_TILED = 3,
+  FFTCONV_ALGO_FFT_FUSED = 4
 } fftconv_algo_t;
 
 /* Same values as fftconv::Pass: one pass per plan. */

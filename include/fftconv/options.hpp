@@ -18,9 +18,11 @@ enum class Algo : int {
   kFft = 1,       ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
   kCudnn = 2,     ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
   kFftTiled = 3,  ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
+  kFftFused = 4,  ///< one kernel per call: the FFTs in shared memory (one channel per group,
+                  ///< FFT planes up to 128x128; forward and backward data)
 };
 
-/// "auto", "fft", "cudnn", "fft_tiled".
+/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused".
 FFTCONV_API const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
 FFTCONV_API Algo parse_algo(const std::string& name);

@@ -6,6 +6,7 @@ namespace fftconv::detail {
 // Each defined in its algorithm's own file.
 const AlgoFactory& fft_full_factory();   // algos/fft_entries.cpp
 const AlgoFactory& fft_tiled_factory();  // algos/fft_entries.cpp
+const AlgoFactory& fft_fused_factory();  // algos/fft_fused.cpp
 const AlgoFactory& cudnn_factory();      // algos/cudnn/cudnn_entry.cpp
 const AlgoFactory& cpu_fft_factory();    // algos/cpu_fft.cpp
 
@@ -13,6 +14,7 @@ const std::vector<const AlgoFactory*>& algorithm_list() {
   static const std::vector<const AlgoFactory*> list = {
       &fft_full_factory(),
       &fft_tiled_factory(),
+      &fft_fused_factory(),
       &cudnn_factory(),
       &cpu_fft_factory(),
   };

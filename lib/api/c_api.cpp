@@ -31,6 +31,7 @@ thread_local std::string g_last_error;
 constexpr bool same(int c, int cpp) { return c == cpp; }
 static_assert(same(FFTCONV_STATUS_INTERNAL, static_cast<int>(fftconv::Status::kInternal)) &&
                   same(FFTCONV_ALGO_FFT_TILED, static_cast<int>(fftconv::Algo::kFftTiled)) &&
+                  same(FFTCONV_ALGO_FFT_FUSED, static_cast<int>(fftconv::Algo::kFftFused)) &&
                   same(FFTCONV_PASS_BACKWARD_FILTER,
                        static_cast<int>(fftconv::Pass::kBackwardFilter)) &&
                   same(FFTCONV_BACKEND_AUTO, static_cast<int>(fftconv::Backend::kAuto)) &&

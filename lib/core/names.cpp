@@ -37,6 +37,7 @@ E parse_named(const Named<E> (&table)[N], const std::string& name, const char* w
 constexpr Named<Algo> kAlgoNames[] = {{Algo::kAuto, "auto"},
                                       {Algo::kFft, "fft"},
                                       {Algo::kFftTiled, "fft_tiled"},
+                                      {Algo::kFftFused, "fft_fused"},
                                       {Algo::kCudnn, "cudnn"}};
 constexpr Named<Pass> kPassNames[] = {
     {Pass::kForward, "fwd"}, {Pass::kBackwardData, "dgrad"}, {Pass::kBackwardFilter, "wgrad"}};

@@ -59,6 +59,14 @@ std::int64_t tile_out_extent(std::int64_t fft, std::int64_t eff_k, std::int64_t 
 std::int64_t min_fft_h(const ConvDesc& d);
 std::int64_t min_fft_w(const ConvDesc& d);
 
+/// The fused path's FFT sizes (Algo::kFftFused): powers of two from kMinFusedExtent to
+/// kMaxFusedExtent per axis, the smallest at or above the exact minimum.
+constexpr std::int64_t kMinFusedExtent = 8;
+constexpr std::int64_t kMaxFusedExtent = 128;
+/// log2 of the fused FFT size along an axis whose exact minimum is `min_extent`; -1 above
+/// kMaxFusedExtent.
+int fused_log_extent(std::int64_t min_extent);
+
 /// Candidate sizes along one axis: smooth sizes from `min` up to kCandidateSlack * min (at most
 /// kMaxCandidates of them, always including next_smooth(min)).
 std::vector<std::int64_t> fft_size_candidates(std::int64_t min);

@@ -182,6 +182,48 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass) {
          kFftLaunches * kLaunchUs;
 }
 
+namespace {
+// ---- fused path (lib/fused) -------------------------------------------------------------------
+// A block moves its plane through shared memory twice per Stockham pass (load and store), plus
+// the load, the per-bin product and the store of the window. The rate is what the kernels reach
+// per SM on the H200 (data/results/h200/2026-12-02-fused/RUNS.md): 4.0e4 bytes/us for a wave of
+// 128x128 blocks (landmark_heatmaps_dw68: 1088 blocks in 0.661 ms), 4.6e4 for 32x32 ones, 16 to
+// an SM (replknet_dw31_14: 0.228 ms); a sixth of the shared-memory bandwidth (128 bytes a clock):
+// the kernels spill registers and wait on their barriers.
+constexpr double kSmemBytesPerUsPerSm = 4.6e4;
+constexpr int kSmCount = 132;
+constexpr double kSmemPerSm = 227.0 * 1024;
+constexpr double kRegistersPerSm = 65536;  // 128 a thread
+
+int stockham_passes(int log_n) { return log_n <= 4 ? 1 : 2; }
+
+// One kernel of `blocks` blocks, each moving `bytes` through shared memory.
+double fused_kernel_us(double blocks, double bytes, int log_h, int log_w) {
+  const double plane = double(1 << (log_h + log_w));
+  const double smem = 8.0 * (128.0 + double(1 << log_h) * ((1 << log_w) + 1));
+  const double threads = std::max(32.0, plane / 32.0);
+  const double per_sm = std::max(1.0, std::min(std::floor(kSmemPerSm / smem),
+                                               std::floor(kRegistersPerSm / (128.0 * threads))));
+  const double waves = std::ceil(blocks / (kSmCount * per_sm));
+  const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
+  return waves * sharing * bytes / kSmemBytesPerUsPerSm;
+}
+}  // namespace
+
+double estimate_fused_us(const ConvDesc& d, int log_h, int log_w, Pass pass) {
+  const double plane_bytes = 8.0 * double(1 << (log_h + log_w));
+  const int passes = stockham_passes(log_h) + stockham_passes(log_w);
+  const double planes = double(pass == Pass::kBackwardData ? d.n * d.k : d.n * d.c);
+  const double conv_bytes = plane_bytes * (2.0 * 2 * passes + 4.0);
+  const double filter_bytes = plane_bytes * (2.0 * passes + 3.0);
+  const double esize = double(dtype_size(d.dtype));
+  const double io = (double(d.x_elems() + d.y_elems() + d.w_elems())) * esize +
+                    planes * plane_bytes;  // the filter factors, read from L2 at most once a block
+  return fused_kernel_us(std::ceil(planes / 2), conv_bytes, log_h, log_w) +
+         fused_kernel_us(std::ceil(double(d.k) / 2), filter_bytes, log_h, log_w) +
+         io / kStreamBytesPerUs + 2 * kLaunchUs;
+}
+
 double estimate_direct_us(const ConvDesc& d, Pass pass) {
   const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
   const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;

@@ -16,6 +16,10 @@ namespace fftconv::detail {
 /// operand transformed on every call.
 double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass::kForward);
 
+/// Estimated device time, in microseconds, of the fused path (Algo::kFftFused) at FFT size
+/// 2^log_h x 2^log_w: its kernel bound by shared-memory traffic, per wave of blocks, and with a
+/// per-call filter the kernel that transforms the filters.
+double estimate_fused_us(const ConvDesc& d, int log_h, int log_w, Pass pass = Pass::kForward);
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 

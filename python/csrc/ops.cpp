@@ -325,11 +325,20 @@ at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntAr
 
 Algo parse_algo_arg(const char* op, c10::string_view algo) {
   // Compared in place (parse_algo would build a std::string per call).
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn}) {
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn}) {
     if (algo == algo_name(a)) return a;
   }
   TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
-                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'cudnn'");
+                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'cudnn'");
+}
+
+// The algorithm a pass runs when the user named one: the full-image FFT for the passes that the
+// tiled (forward only) and fused (forward and input gradient) FFTs do not implement, so that a
+// model trained with either still gets every gradient.
+Algo pass_algo(Algo algo, Pass pass) {
+  if (algo == Algo::kFftTiled && pass != Pass::kForward) return Algo::kFft;
+  if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter) return Algo::kFft;
+  return algo;
 }
 
 // On the CPU only the host FFT (algo 'auto' or 'fft') runs in the engine.
@@ -409,7 +418,8 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const at::Tensor dy = grad_output.contiguous();
   const at::Tensor w = weight.contiguous();
   const cudaStream_t stream = current_stream(*backend, dy);
-  const Resolved r = resolve(d, Pass::kBackwardData, algo, *backend, cache_index(*backend, dy),
+  const Resolved r = resolve(d, Pass::kBackwardData, pass_algo(algo, Pass::kBackwardData),
+                             *backend, cache_index(*backend, dy),
                              frozen_filter(weight), w, stream);
   if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
   at::Tensor dx = new_output(input_size, dy);
@@ -448,7 +458,8 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   const at::Tensor dy = grad_output.contiguous();
   const at::Tensor x = input.contiguous();
   const cudaStream_t stream = current_stream(*backend, dy);
-  const Resolved r = resolve(d, Pass::kBackwardFilter, algo, *backend, cache_index(*backend, dy),
+  const Resolved r = resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter),
+                             *backend, cache_index(*backend, dy),
                              at::Tensor(), at::Tensor(), stream);
   if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
   at::Tensor dw = new_output(weight_size, dy);

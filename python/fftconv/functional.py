@@ -13,7 +13,7 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _compiling = torch.compiler.is_compiling
 _function_mode = torch._C._is_torch_function_mode_enabled
 
-ALGOS = ("auto", "fft", "fft_tiled", "cudnn")
+ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "cudnn")
 
 
 def _pair(v, name):
@@ -42,8 +42,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     Same arguments, shapes and rules as ``F.conv2d``: ``input`` is (N, C, H, W) or unbatched
     (C, H, W), ``weight`` (K, C/groups, R, S), ``bias`` (K,) or None; ``padding`` an int, a pair
     or ``"valid"`` / ``"same"``. ``algo`` picks the implementation: ``"auto"`` (the FFT where it
-    pays, else PyTorch's own cuDNN convolution), ``"fft"``, ``"fft_tiled"`` (forward only) or
-    ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
+    pays, else PyTorch's own cuDNN convolution), ``"fft"``, ``"fft_tiled"`` (forward only),
+    ``"fft_fused"`` (one kernel for one channel per group and FFT planes up to 128x128; forward
+    and input gradient) or ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
     arithmetic inside); other floating types go to ``aten.convolution``.
     """
     # The common call, checked in C++: plain tensors, a 4-D input, numeric padding, eager mode.

@@ -178,7 +178,7 @@ TEST(Status, EveryStatusHasNameAndText) {
 }
 
 TEST(Algo, NamesRoundTrip) {
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kCudnn, Algo::kFftTiled}) {
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kCudnn, Algo::kFftTiled, Algo::kFftFused}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
   EXPECT_THROW(parse_algo("winograd"), Error);
@@ -210,7 +210,7 @@ TEST(Algo, UnknownNamesListTheAcceptedOnes) {
     parse_algo("direct");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("(expected auto, fft, fft_tiled or cudnn)"),
+    EXPECT_NE(std::string(e.what()).find("(expected auto, fft, fft_tiled, fft_fused or cudnn)"),
               std::string::npos)
         << e.what();
   }

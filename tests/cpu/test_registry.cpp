@@ -13,6 +13,7 @@
 #include "algos/registry.h"
 #include "fftconv/fftconv.h"
 #include "fftconv/fftconv.hpp"
+#include "geometry/fft_geometry.h"
 #include "testing/testing.h"
 
 #ifndef FFTCONV_TEST_HAS_FFTW
@@ -48,7 +49,7 @@ TEST(Registry, EntriesAreDistinctAndCoverEveryAlgoPerBackend) {
     // A forced Algo must name one entry per backend.
     EXPECT_TRUE(algo_backend.insert({int(f->algo()), int(f->backend())}).second) << f->name();
   }
-  for (Algo a : {Algo::kFft, Algo::kFftTiled, Algo::kCudnn}) {
+  for (Algo a : {Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn}) {
     EXPECT_TRUE(algo_backend.count({int(a), int(Backend::kGpu)})) << algo_name(a);
   }
   EXPECT_TRUE(algo_backend.count({int(Algo::kFft), int(Backend::kCpu)}));
@@ -80,6 +81,73 @@ TEST(Registry, TilingRejectsBackwardPassesWithAReason) {
   }
 }
 
+const detail::AlgoFactory& factory(Algo a, Backend b = Backend::kGpu) {
+  for (const detail::AlgoFactory* f : detail::algorithm_list()) {
+    if (f->algo() == a && f->backend() == b) return *f;
+  }
+  throw std::runtime_error("no entry");
+}
+
+// The fused path's sizes: powers of two from 8 to 128 at or above the exact minimum.
+TEST(Fused, SizeRule) {
+  EXPECT_EQ(detail::fused_log_extent(1), 3);
+  EXPECT_EQ(detail::fused_log_extent(8), 3);
+  EXPECT_EQ(detail::fused_log_extent(9), 4);
+  EXPECT_EQ(detail::fused_log_extent(118), 7);  // 96 + 45 - 1 - 22: the landmark rows
+  EXPECT_EQ(detail::fused_log_extent(128), 7);
+  EXPECT_EQ(detail::fused_log_extent(129), -1);
+}
+
+// One input and one output channel per group, planes up to 128x128, forward and backward data.
+TEST(Fused, Eligibility) {
+  const detail::AlgoFactory& f = factory(Algo::kFftFused);
+  Options fwd, dgrad, wgrad;
+  dgrad.pass = Pass::kBackwardData;
+  wgrad.pass = Pass::kBackwardFilter;
+  const ConvDesc depthwise = ConvDesc::parse("n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32");
+  const ConvDesc single = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  for (const ConvDesc& d : {depthwise, single}) {
+    EXPECT_TRUE(f.can_implement(d, fwd).ok()) << d.to_string();
+    EXPECT_TRUE(f.can_implement(d, dgrad).ok()) << d.to_string();
+    const detail::Support w = f.can_implement(d, wgrad);
+    EXPECT_EQ(w.status, Status::kNotSupported);
+    EXPECT_NE(w.reason.find("not wgrad"), std::string::npos) << w.reason;
+  }
+  const detail::Support dense = f.can_implement(kDesc, fwd);
+  EXPECT_EQ(dense.status, Status::kNotSupported);
+  EXPECT_NE(dense.reason.find("one input and one output channel per group"), std::string::npos)
+      << dense.reason;
+  const ConvDesc multiplier = ConvDesc::parse("n1c4h20w20k8r5s5p2x2u1x1d1x1g4f32");
+  EXPECT_FALSE(f.can_implement(multiplier, fwd).ok());
+  const ConvDesc large = ConvDesc::parse("n1c1h200w90k1r9s9p4x4u1x1d1x1g1f32");
+  const detail::Support big = f.can_implement(large, fwd);
+  EXPECT_EQ(big.status, Status::kNotSupported);
+  EXPECT_NE(big.reason.find("up to 128x128"), std::string::npos) << big.reason;
+  std::string detail_text;
+  EXPECT_GT(f.estimate_us(depthwise, fwd, &detail_text), 0.0);
+  EXPECT_EQ(detail_text, "32x32");
+}
+
+// Auto's choice on the small-plane suite rows follows what the H200 measured
+// (data/results/h200/2026-12-02-fused): fused where it was faster (replknet_dw31_14: 0.228 ms
+// against 0.265 staged), staged where it was (the 128x128 rows).
+TEST(Fused, AutoFollowsTheMeasuredWinner) {
+  Options o;
+  o.backend = Backend::kGpu;
+  for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
+    o.pass = p;
+    EXPECT_EQ(detail::auto_first_choice(
+                  ConvDesc::parse("n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32"), o),
+              Algo::kFftFused);
+    for (const char* s : {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                          "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                          "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
+                          "n32c128h56w56k128r31s31p15x15u1x1d1x1g128f32"}) {
+      EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFft) << s;
+    }
+  }
+}
+
 TEST(Registry, CpuPlanListsItsCandidate) {
   REQUIRE_FFTW();
   const Plan plan(kDesc, cpu_options());
@@ -104,7 +172,7 @@ TEST(Registry, ForcedGpuAlgorithmOnCpuNamesWhatRuns) {
 }
 
 TEST(EnumNames, RoundTrip) {
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn}) {
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
   for (CudnnSearch s : {CudnnSearch::kFind, CudnnSearch::kHeuristic}) {

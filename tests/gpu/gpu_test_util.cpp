@@ -90,6 +90,44 @@ RunResult run_forward(const Problem& p, const Options& options, cudaStream_t str
   return r;
 }
 
+BwdProblem::BwdProblem(const ConvDesc& d, std::uint64_t s) : desc(d), seed(s) {
+  xv = testing::random_values(d.x_elems(), seed, d.dtype);
+  wv = testing::random_values(d.w_elems(), seed + 1, d.dtype);
+  dyv = testing::random_values(d.y_elems(), seed + 2, d.dtype);
+  x = upload(xv, d.dtype);
+  w = upload(wv, d.dtype);
+  dy = upload(dyv, d.dtype);
+  testing::DeviceBuffer x32 = upload(xv, DType::kF32), w32 = upload(wv, DType::kF32),
+                        dy32 = upload(dyv, DType::kF32);
+  testing::DeviceBuffer dx64(sizeof(double) * d.x_elems()), dw64(sizeof(double) * d.w_elems());
+  reference::conv2d_backward_data_device(d, dy32.as<float>(), w32.as<float>(), dx64.as<double>(),
+                                         nullptr);
+  reference::conv2d_backward_filter_device(d, x32.as<float>(), dy32.as<float>(),
+                                           dw64.as<double>(), nullptr);
+  testing::cuda_check(cudaDeviceSynchronize(), "backward oracles");
+  ref_dx = download_f64(dx64, d.x_elems());
+  ref_dw = download_f64(dw64, d.w_elems());
+}
+
+Options with_pass(Options o, Pass pass) {
+  o.pass = pass;
+  return o;
+}
+
+BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filter) {
+  const ConvDesc& d = p.desc;
+  Plan plan(d, with_pass(options, Pass::kBackwardData));
+  testing::DeviceBuffer dx(dtype_size(d.dtype) * d.x_elems()), ws(plan.workspace_size());
+  dx.poison();
+  if (keep_filter) plan.set_filter(p.w.get(), nullptr);
+  plan.backward_data(p.dy.get(), keep_filter ? nullptr : p.w.get(), dx.get(), ws.get(),
+                     ws.bytes(), nullptr);
+  testing::cuda_check(cudaDeviceSynchronize(), "backward_data");
+  BwdResult r{{}, plan.describe(), plan.info(), download(dx, d.x_elems(), d.dtype)};
+  r.err = testing::compare(r.out, p.ref_dx);
+  return r;
+}
+
 std::string data_dir() { return FFTCONV_TEST_DATA_DIR; }
 
 std::vector<testing::ShapeRow> suite_rows() {

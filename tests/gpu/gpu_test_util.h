@@ -51,6 +51,30 @@ struct RunResult {
 /// Plans with `options`, runs forward once into a NaN-poisoned output and compares with the oracle.
 RunResult run_forward(const Problem& p, const Options& options, cudaStream_t stream = nullptr);
 
+/// Random x, w, dy of one descriptor (values exact in its dtype) and both backward oracles.
+struct BwdProblem {
+  ConvDesc desc;
+  std::uint64_t seed;
+  std::vector<float> xv, wv, dyv;
+  testing::DeviceBuffer x, w, dy;
+  std::vector<double> ref_dx, ref_dw;
+
+  BwdProblem(const ConvDesc& d, std::uint64_t s);
+};
+
+struct BwdResult {
+  testing::ErrorStats err;
+  std::string describe;
+  PlanInfo info;
+  std::vector<float> out;
+};
+
+Options with_pass(Options o, Pass pass);
+
+/// Plans backward data with `options`, runs it once (the filter per call, or kept by set_filter)
+/// into a NaN-poisoned dx and compares with the oracle.
+BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filter = false);
+
 using testing::output_reads_data;
 
 std::string data_dir();

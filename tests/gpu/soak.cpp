@@ -3,7 +3,7 @@
 // first round (a leaked plan, cuFFT handle, cuDNN handle or kept filter shows as growth).
 //
 //   fftconv_soak --threads 8 --seconds 120 [--rounds 10] [--seed 1] [--max-growth-mib 64]
-//                [--algos auto,fft,fft_tiled,cudnn] [--pool 64] [--passes fwd,dgrad,wgrad]
+//                [--algos auto,fft,fft_tiled,fft_fused,cudnn] [--pool 64] [--passes fwd,dgrad,wgrad]
 //
 // Each thread cycles through a pool of --pool random cases (shape, dtype, algorithm, data seed;
 // 0: a new random case every time). The run is cut into rounds; at the end of each the threads
@@ -12,7 +12,7 @@
 // the kernels each case uses); the check is the last round against it. With --pool 0 new cases
 // keep loading kernels no earlier round used (CUDA's lazy module loading and cuDNN's engines),
 // whose code also takes device memory: there the growth is that, not a leak, and --pool is the
-// leak check. FFT plans (Algo::kFft, kFftTiled, and Auto where it picks one) are checked against
+// leak check. FFT plans (Algo::kFft, kFftTiled, kFftFused, and Auto where it picks one) are checked against
 // the fp64 device oracle at the tests' tolerance on every call; cuDNN plans are run and
 // synchronised only (their accuracy is the GPU suites' business). A pass an algorithm does not
 // serve (Status::kNotSupported, kKernelTooLarge) is counted as declined, not failed. Exit
@@ -58,7 +58,7 @@ struct Args {
   int rounds = 10;
   std::uint64_t seed = 1;
   double max_growth_mib = 64.0;
-  std::vector<Algo> algos{Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kCudnn};
+  std::vector<Algo> algos{Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn};
   int pool = 64;
   std::vector<Pass> passes{Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter};
 };
@@ -66,7 +66,7 @@ struct Args {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "fftconv_soak: %s\nusage: fftconv_soak [--threads N] [--seconds S] [--rounds R] "
-               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,cudnn] [--pool N]\n"
+               "[--seed K] [--max-growth-mib M] [--algos auto,fft,fft_tiled,fft_fused,cudnn] [--pool N]\n"
                "       [--passes fwd,dgrad,wgrad]\n",
                why);
   std::exit(2);
@@ -195,7 +195,8 @@ void run_case(const Case& c, const std::vector<Pass>& passes, cudaStream_t strea
       o.pass = pass;
       Plan plan(d, o);
       ++t.plans;
-      const bool fft = plan.info().algo == Algo::kFft || plan.info().algo == Algo::kFftTiled;
+      const bool fft = plan.info().algo == Algo::kFft || plan.info().algo == Algo::kFftTiled ||
+                       plan.info().algo == Algo::kFftFused;
       testing::DeviceBuffer ws(std::max<std::size_t>(plan.workspace_size(), 1));
       const std::int64_t out_elems = pass == Pass::kForward        ? d.y_elems()
                                      : pass == Pass::kBackwardData ? d.x_elems()
