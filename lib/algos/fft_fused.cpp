@@ -50,6 +50,13 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
                            " needs " + std::to_string(min_fft_h(d)) + "x" +
                            std::to_string(min_fft_w(d)));
   }
+  const std::size_t factors = fused_factor_bytes(d.k, f.log_h, f.log_w);
+  if (factors > o.workspace_limit) {
+    return Support::no(Status::kOutOfMemory,
+                       "the fused FFT " + size_text(f) + " needs " + std::to_string(factors) +
+                           " bytes of filter factors, over the workspace limit of " +
+                           std::to_string(o.workspace_limit) + " bytes");
+  }
   // The kernels index one plane and one grid in 32 bits.
   const std::int64_t planes = o.pass == Pass::kForward ? d.n * d.k : d.n * d.c;
   if (planes > (std::int64_t{1} << 31) - 2 || d.h * d.w > (std::int64_t{1} << 30) ||
