@@ -69,7 +69,7 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
 class FusedFftAlgo final : public ConvAlgo {
  public:
   FusedFftAlgo(const ConvDesc& d, const Options& o) : d_(d), pass_(o.pass), size_(fused_size(d)) {
-    prepare_fused_kernels(d_.dtype, size_.log_h, size_.log_w);
+    prepare_fused_kernels(d_.dtype);
     workspace_ = align_up(fused_factor_bytes(d_.k, size_.log_h, size_.log_w));
     conv_.planes = d_.n * d_.k;
     conv_.k = static_cast<int>(d_.k);

@@ -163,9 +163,11 @@ __global__ void __launch_bounds__(fused::kMaxThreads, 1) fused_conv_kernel(Fused
   }
 }
 
+// The largest size any plan uses: the limit is one value per kernel and device, so a plan that
+// set its own size would lower it under another thread's plan of a larger one.
 template <typename T>
-void prepare(int log_h, int log_w) {
-  const int bytes = static_cast<int>(fused_smem_bytes(log_h, log_w));
+void prepare() {
+  const int bytes = static_cast<int>(fused_smem_bytes(fused::kMaxLogExtent, fused::kMaxLogExtent));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_filter_kernel<T>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_conv_kernel<T>,
@@ -183,11 +185,11 @@ std::size_t fused_smem_bytes(int log_h, int log_w) {
   return sizeof(float2) * (kMaxExtent + (std::size_t{1} << log_h) * ((1u << log_w) + 1));
 }
 
-void prepare_fused_kernels(DType dtype, int log_h, int log_w) {
+void prepare_fused_kernels(DType dtype) {
   switch (dtype) {
-    case DType::kF32: prepare<float>(log_h, log_w); break;
-    case DType::kF16: prepare<__half>(log_h, log_w); break;
-    case DType::kBF16: prepare<__nv_bfloat16>(log_h, log_w); break;
+    case DType::kF32: prepare<float>(); break;
+    case DType::kF16: prepare<__half>(); break;
+    case DType::kBF16: prepare<__nv_bfloat16>(); break;
   }
 }
 

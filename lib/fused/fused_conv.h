@@ -50,8 +50,9 @@ inline std::size_t fused_factor_bytes(std::int64_t k, int log_h, int log_w) {
 int fused_threads(int log_h, int log_w);
 std::size_t fused_smem_bytes(int log_h, int log_w);
 
-/// Raises the kernels' shared-memory limit on the current device for this FFT size (plan time).
-void prepare_fused_kernels(DType dtype, int log_h, int log_w);
+/// Raises the kernels' shared-memory limit on the current device to what the largest FFT size
+/// needs (plan time; the same value from every plan, so concurrent plans cannot undo it).
+void prepare_fused_kernels(DType dtype);
 
 void launch_fused_filter_factors(const FusedFilterArgs& a, DType dtype, cudaStream_t stream);
 void launch_fused_conv(const FusedConvArgs& a, DType dtype, cudaStream_t stream);
