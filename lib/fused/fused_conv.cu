@@ -51,6 +51,20 @@ __device__ __forceinline__ PlaneShape shape_of(int log_h, int log_w) {
   return PlaneShape{log_h, log_w, (1 << log_w) + 1};
 }
 
+// A block's shared memory: the twiddle table (filled here; load_pair's barrier orders it before
+// the first use) and the pitched plane.
+struct BlockPlane {
+  float2* roots;
+  float2* buf;
+  PlaneShape ps;
+};
+
+__device__ __forceinline__ BlockPlane block_plane(int log_h, int log_w) {
+  extern __shared__ float2 smem[];
+  fused::fill_roots(smem);
+  return BlockPlane{smem, smem + kMaxExtent, shape_of(log_h, log_w)};
+}
+
 // Loads two real planes (the second may be absent) as one complex plane: element (u, v) of the
 // FFT plane is src[placed_source(u)][placed_source(v)], or zero.
 template <typename T>
@@ -74,11 +88,10 @@ __device__ __forceinline__ void load_pair(float2* buf, const PlaneShape& ps, con
 
 template <typename T>
 __global__ void __launch_bounds__(fused::kMaxThreads, 1) fused_filter_kernel(FusedFilterArgs a) {
-  extern __shared__ float2 smem[];
-  float2* roots = smem;
-  float2* buf = smem + kMaxExtent;
-  const PlaneShape ps = shape_of(a.log_h, a.log_w);
-  fused::fill_roots(roots);
+  const BlockPlane bp = block_plane(a.log_h, a.log_w);
+  float2* buf = bp.buf;
+  const float2* roots = bp.roots;
+  const PlaneShape& ps = bp.ps;
   const int f1 = 2 * blockIdx.x, f2 = f1 + 1;
   const bool two = f2 < a.k;
   const std::int64_t taps = static_cast<std::int64_t>(a.r) * a.s;
@@ -104,11 +117,10 @@ __global__ void __launch_bounds__(fused::kMaxThreads, 1) fused_filter_kernel(Fus
 
 template <typename T>
 __global__ void __launch_bounds__(fused::kMaxThreads, 1) fused_conv_kernel(FusedConvArgs a) {
-  extern __shared__ float2 smem[];
-  float2* roots = smem;
-  float2* buf = smem + kMaxExtent;
-  const PlaneShape ps = shape_of(a.log_h, a.log_w);
-  fused::fill_roots(roots);
+  const BlockPlane bp = block_plane(a.log_h, a.log_w);
+  float2* buf = bp.buf;
+  const float2* roots = bp.roots;
+  const PlaneShape& ps = bp.ps;
   const std::int64_t o1 = 2 * static_cast<std::int64_t>(blockIdx.x), o2 = o1 + 1;
   const bool two = o2 < a.planes;
   const std::int64_t src_plane = static_cast<std::int64_t>(a.src_h) * a.src_w;
@@ -193,30 +205,39 @@ void prepare_fused_kernels(DType dtype) {
   }
 }
 
-void launch_fused_filter_factors(const FusedFilterArgs& a, DType dtype, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((a.k + 1) / 2));
+namespace {
+
+// Launches kernel<T> for the dtype: one block per pair of planes.
+template <template <typename> class Kernel, typename Args>
+void launch_pairs(const Args& a, std::int64_t planes, DType dtype, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((planes + 1) / 2));
   const int threads = fused_threads(a.log_h, a.log_w);
   const std::size_t smem = fused_smem_bytes(a.log_h, a.log_w);
   switch (dtype) {
-    case DType::kF32: fused_filter_kernel<float><<<grid, threads, smem, stream>>>(a); break;
-    case DType::kF16: fused_filter_kernel<__half><<<grid, threads, smem, stream>>>(a); break;
-    case DType::kBF16:
-      fused_filter_kernel<__nv_bfloat16><<<grid, threads, smem, stream>>>(a);
-      break;
+    case DType::kF32: Kernel<float>::get()<<<grid, threads, smem, stream>>>(a); break;
+    case DType::kF16: Kernel<__half>::get()<<<grid, threads, smem, stream>>>(a); break;
+    case DType::kBF16: Kernel<__nv_bfloat16>::get()<<<grid, threads, smem, stream>>>(a); break;
   }
-  FFTCONV_CUDA_CHECK(cudaGetLastError());
+  FFTCONV_CHECK_LAUNCH();
+}
+
+template <typename T>
+struct FilterKernel {
+  static auto get() { return fused_filter_kernel<T>; }
+};
+template <typename T>
+struct ConvKernel {
+  static auto get() { return fused_conv_kernel<T>; }
+};
+
+}  // namespace
+
+void launch_fused_filter_factors(const FusedFilterArgs& a, DType dtype, cudaStream_t stream) {
+  launch_pairs<FilterKernel>(a, a.k, dtype, stream);
 }
 
 void launch_fused_conv(const FusedConvArgs& a, DType dtype, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((a.planes + 1) / 2));
-  const int threads = fused_threads(a.log_h, a.log_w);
-  const std::size_t smem = fused_smem_bytes(a.log_h, a.log_w);
-  switch (dtype) {
-    case DType::kF32: fused_conv_kernel<float><<<grid, threads, smem, stream>>>(a); break;
-    case DType::kF16: fused_conv_kernel<__half><<<grid, threads, smem, stream>>>(a); break;
-    case DType::kBF16: fused_conv_kernel<__nv_bfloat16><<<grid, threads, smem, stream>>>(a); break;
-  }
-  FFTCONV_CUDA_CHECK(cudaGetLastError());
+  launch_pairs<ConvKernel>(a, a.planes, dtype, stream);
 }
 
 }  // namespace fftconv::detail

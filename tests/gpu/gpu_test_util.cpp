@@ -128,6 +128,32 @@ BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filte
   return r;
 }
 
+std::vector<float> forward_in_graph(const Plan& plan, const Problem& p, const void* w,
+                                    const void* bias, int replays, cudaStream_t s) {
+  const ConvDesc& d = p.desc;
+  cudaStream_t own = nullptr;
+  if (!s) {
+    testing::cuda_check(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "stream");
+    s = own;
+  }
+  testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
+  y.poison();
+  cudaGraph_t graph;
+  testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+  plan.forward(p.x.get(), w, bias, y.get(), ws.get(), ws.bytes(), s);
+  testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
+  cudaGraphExec_t exec;
+  testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  for (int i = 0; i < replays; ++i) testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
+  testing::cuda_check(cudaStreamSynchronize(s), "sync");
+  std::vector<float> out(d.y_elems());
+  y.download(out.data(), 4 * out.size());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  if (own) cudaStreamDestroy(own);
+  return out;
+}
+
 std::string data_dir() { return FFTCONV_TEST_DATA_DIR; }
 
 std::vector<testing::ShapeRow> suite_rows() {

@@ -75,6 +75,12 @@ Options with_pass(Options o, Pass pass);
 /// into a NaN-poisoned dx and compares with the oracle.
 BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filter = false);
 
+/// Captures one forward call of `plan` (filter `w`, null for the kept one; `bias` may be null)
+/// on a non-blocking stream into a CUDA graph, replays it `replays` times and returns the fp32
+/// output (NaN-poisoned before the capture). `s`: the stream to capture on (null: one of its own).
+std::vector<float> forward_in_graph(const Plan& plan, const Problem& p, const void* w,
+                                    const void* bias, int replays = 1, cudaStream_t s = nullptr);
+
 using testing::output_reads_data;
 
 std::string data_dir();

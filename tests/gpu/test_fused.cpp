@@ -187,24 +187,8 @@ TEST(Fused, CapturesInACudaGraph) {
   Options o;
   o.algo = Algo::kFftFused;
   const Plan plan(d, o);
-  testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
-  y.poison();
-  cudaStream_t s;
-  testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-  cudaGraph_t graph;
-  testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-  plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), ws.bytes(), s);
-  testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
-  cudaGraphExec_t exec;
-  testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  for (int i = 0; i < 3; ++i) testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
-  testing::cuda_check(cudaStreamSynchronize(s), "sync");
-  std::vector<float> out(d.y_elems());
-  y.download(out.data(), 4 * out.size());
+  const auto out = forward_in_graph(plan, p, p.w.get(), p.bias.get(), /*replays=*/3);
   EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
 }
 
 TEST(Fused, RejectsWhatItDoesNotServe) {

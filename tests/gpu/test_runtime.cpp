@@ -95,25 +95,8 @@ TEST(Runtime, ForwardCapturesInACudaGraph) {
     Options o;
     o.algo = algo;
     const Plan plan(d, o);
-    testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
-    y.poison();
-    cudaStream_t s;
-    testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-    cudaGraph_t graph;
-    testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-    plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), ws.bytes(), s);
-    testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
-    cudaGraphExec_t exec;
-    testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
-    testing::cuda_check(cudaStreamSynchronize(s), "sync");
-    std::vector<float> out(d.y_elems());
-    y.download(out.data(), 4 * out.size());
-    const auto err = testing::compare(out, p.ref);
+    const auto err = testing::compare(forward_in_graph(plan, p, p.w.get(), p.bias.get()), p.ref);
     EXPECT_TRUE(err.pass(1e-5)) << algo_name(algo) << ": " << err.to_string();
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(s);
   }
 }
 

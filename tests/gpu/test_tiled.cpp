@@ -132,21 +132,8 @@ TEST_P(KeptFilter, CapturesInACudaGraph) {
   cudaStream_t s;
   testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   plan.set_filter(p.w.get(), s);
-  testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
-  y.poison();
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-  plan.forward(p.x.get(), nullptr, nullptr, y.get(), ws.get(), ws.bytes(), s);
-  testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
-  testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
-  testing::cuda_check(cudaStreamSynchronize(s), "sync");
-  std::vector<float> out(d.y_elems());
-  y.download(out.data(), 4 * out.size());
+  const auto out = forward_in_graph(plan, p, nullptr, nullptr, /*replays=*/1, s);
   EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
 }
 
