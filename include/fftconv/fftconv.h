@@ -44,7 +44,8 @@ typedef enum fftconv_algo {
   FFTCONV_ALGO_FFT = 1,
   FFTCONV_ALGO_CUDNN = 2,
   FFTCONV_ALGO_FFT_TILED = 3,
-  FFTCONV_ALGO_FFT_FUSED = 4
+  FFTCONV_ALGO_FFT_FUSED = 4,
+  FFTCONV_ALGO_SEPARABLE = 5 /* kept low-rank filters as 1-D passes (fftconv::Algo::kSeparable) */
 } fftconv_algo_t;
 
 /* Same values as fftconv::Pass: one pass per plan. */
@@ -95,6 +96,8 @@ typedef struct fftconv_options {
   const char* cudnn_algo;  /* cuDNN path: forced algorithm by name; NULL: searched */
   int cudnn_search;        /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice */
   int check_pointers;      /* GPU plans: reject pointers that are not device memory (default 1) */
+  int kept_separable;      /* Auto GPU plans: run kept low-rank filters as 1-D passes where
+                              cheaper (default 1); see fftconv::Options::kept_separable */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;

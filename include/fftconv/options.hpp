@@ -20,9 +20,11 @@ enum class Algo : int {
   kFftTiled = 3,  ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
   kFftFused = 4,  ///< one kernel per call: the FFTs in shared memory (one channel per group,
                   ///< FFT planes up to 128x128; forward and backward data)
+  kSeparable = 5, ///< a kept filter of low rank as 1-D row and column passes (forward and
+                  ///< backward data; set_filter only: see Options::kept_separable)
 };
 
-/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused".
+/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable".
 FFTCONV_API const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
 FFTCONV_API Algo parse_algo(const std::string& name);
@@ -113,6 +115,12 @@ struct Options {
   /// Persistent tuning cache (JSON) used by kAutotune / kExhaustive: a hit skips the timing, a
   /// miss stores the winner. Empty: the file named by $FFTCONV_TUNING_CACHE, or no cache.
   std::string tuning_cache;
+  /// GPU forward and backward-data plans with Algo::kAuto: when set_filter keeps a filter whose
+  /// every plane is of rank 4 or less (within 2^-22 of its norm; the SVD in fp64 on the host,
+  /// which waits for the stream), it runs as 1-D passes (Algo::kSeparable) where their estimate
+  /// is below the plan's algorithm's; describe() says which. false: never. Algo::kSeparable
+  /// forces the path (kept low-rank filters only).
+  bool kept_separable = true;
 };
 
 /// Time of one stage of a forward pass (Plan::profile_forward).

@@ -153,6 +153,13 @@ std::unique_ptr<ConvAlgo> build_algorithm(const ConvDesc& d, const Options& o, P
   std::unique_ptr<ConvAlgo> algo = o.algo == Algo::kAuto
                                        ? build_auto(d, o, backend, info, &reason)
                                        : build_forced(d, o, backend, info, &reason);
+  if (backend == Backend::kGpu && o.algo == Algo::kAuto) {
+    double built_us = 0.0;
+    for (const AlgoCandidate& c : info->candidates) {
+      if (c.chosen) built_us = c.estimate_us;
+    }
+    algo = with_kept_separable(d, o, std::move(algo), built_us);
+  }
   algo->fill_info(*info);
   info->pass = o.pass;
   info->backend = backend;

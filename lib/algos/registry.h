@@ -55,6 +55,12 @@ Backend resolve_backend(Backend requested);
 /// some algorithms elsewhere (the PyTorch extension hands cuDNN's to aten::convolution).
 Algo auto_first_choice(const ConvDesc& d, const Options& o);
 
+/// GPU forward and backward-data plans under Auto (Options::kept_separable): `built` wrapped so
+/// that a kept filter whose planes are low rank runs on the separable path where its estimate
+/// beats `built_us`, `built`'s estimate (algos/separable.cpp); `built` itself otherwise.
+std::unique_ptr<ConvAlgo> with_kept_separable(const ConvDesc& d, const Options& o,
+                                              std::unique_ptr<ConvAlgo> built, double built_us);
+
 /// Builds the algorithm of a plan: the forced entry, or Auto's ranking of the entries of the
 /// backend. Fills `info` (what was chosen, every candidate, and why). Throws Error when none can
 /// run the plan.

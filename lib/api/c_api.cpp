@@ -31,7 +31,7 @@ thread_local std::string g_last_error;
 constexpr bool same(int c, int cpp) { return c == cpp; }
 static_assert(same(FFTCONV_STATUS_INTERNAL, static_cast<int>(fftconv::Status::kInternal)) &&
                   same(FFTCONV_ALGO_FFT_TILED, static_cast<int>(fftconv::Algo::kFftTiled)) &&
-                  same(FFTCONV_ALGO_FFT_FUSED, static_cast<int>(fftconv::Algo::kFftFused)) &&
+                  same(FFTCONV_ALGO_SEPARABLE, static_cast<int>(fftconv::Algo::kSeparable)) &&
                   same(FFTCONV_PASS_BACKWARD_FILTER,
                        static_cast<int>(fftconv::Pass::kBackwardFilter)) &&
                   same(FFTCONV_BACKEND_AUTO, static_cast<int>(fftconv::Backend::kAuto)) &&
@@ -114,6 +114,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.cudnn_algo = nullptr;
   o.cudnn_search = 0;
   o.check_pointers = 1;
+  o.kept_separable = 1;
   return o;
 }
 
@@ -158,6 +159,7 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       if (options->cudnn_algo) o.cudnn_algo = options->cudnn_algo;
       o.cudnn_search = static_cast<fftconv::CudnnSearch>(options->cudnn_search);
       o.check_pointers = options->check_pointers != 0;
+      o.kept_separable = options->kept_separable != 0;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

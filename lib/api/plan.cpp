@@ -44,7 +44,7 @@ void check_enum(E value, E first, E last, const char* field) {
 }
 
 void check_options(const Options& o) {
-  check_enum(o.algo, Algo::kAuto, Algo::kFftFused, "Options::algo");
+  check_enum(o.algo, Algo::kAuto, Algo::kSeparable, "Options::algo");
   check_enum(o.cudnn_search, CudnnSearch::kFind, CudnnSearch::kHeuristic, "Options::cudnn_search");
   check_enum(o.tuning, Tuning::kHeuristic, Tuning::kExhaustive, "Options::tuning");
   check_enum(o.pass, Pass::kForward, Pass::kBackwardFilter, "Options::pass");
@@ -99,6 +99,8 @@ std::string Plan::describe() const {
          " gemm=" + i.gemm;
   } else if (i.algo == Algo::kFftFused) {
     s += " fft=" + size_text(i.fft_h, i.fft_w) + " fused";
+  } else if (i.algo == Algo::kSeparable) {
+    s += " 1-D passes";
   } else {
     s += " cudnn=" + i.cudnn_algo + "/" + i.cudnn_math;
   }

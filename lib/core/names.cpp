@@ -38,6 +38,7 @@ constexpr Named<Algo> kAlgoNames[] = {{Algo::kAuto, "auto"},
                                       {Algo::kFft, "fft"},
                                       {Algo::kFftTiled, "fft_tiled"},
                                       {Algo::kFftFused, "fft_fused"},
+                                      {Algo::kSeparable, "separable"},
                                       {Algo::kCudnn, "cudnn"}};
 constexpr Named<Pass> kPassNames[] = {
     {Pass::kForward, "fwd"}, {Pass::kBackwardData, "dgrad"}, {Pass::kBackwardFilter, "wgrad"}};

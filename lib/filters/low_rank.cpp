@@ -79,6 +79,15 @@ std::optional<LowRankPlane> factor(const float* w, std::int64_t r, std::int64_t 
 
 }  // namespace
 
+double low_rank_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kF16: return 0x1p-11;
+    case DType::kBF16: return 0x1p-8;
+    case DType::kF32: break;
+  }
+  return LowRankOptions{}.tolerance;
+}
+
 std::optional<LowRankPlane> low_rank_plane(const float* w, std::int64_t r, std::int64_t s,
                                            const LowRankOptions& options) {
   check_plane(w, r, s, "");

@@ -20,6 +20,12 @@ struct LowRankOptions {
   double tolerance = 0x1p-22;
 };
 
+/// The tolerance of a filter of `dtype` data: fp32 2^-22 (LowRankOptions' default); fp16 2^-11
+/// and bf16 2^-8, the unit roundoff of the result's dtype. A half-precision filter is rounded
+/// to it, which makes a Gaussian of rank 1 full rank at fp32's tolerance (its rounding error,
+/// about 2^-12 of the norm in fp16, is what the factors then leave out).
+double low_rank_tolerance(DType dtype);
+
 /// W ~= sum over i < rank of col[i*R ..] row[i*S ..]^T, factors in fp32.
 struct LowRankPlane {
   int rank = 0;             ///< outer products kept (0: the plane is zero)

@@ -224,6 +224,64 @@ double estimate_fused_us(const ConvDesc& d, int log_h, int log_w, Pass pass) {
          io / kStreamBytesPerUs + 2 * kLaunchUs;
 }
 
+namespace {
+// ---- separable path (lib/separable) -----------------------------------------------------------
+// Multiply-adds an SM retires per microsecond in the row and column passes, as measured on the
+// H200 (data/results/h200/2026-12-03-separable/RUNS.md, run 3, forced separable, fp32): the
+// estimates with 1.5e5 were 1.8-2.7x below the times of every row (landmark_batch64 19.3 us,
+// landmark_dw68 326 us, the 2048x2048 RGB photo 210 us, 4000x3000 with 101x101 5.6 ms); 6.0e4
+// fits them within 10%. 128 FMA lanes at 1.98 GHz are 2.5e5: the passes wait on their barriers
+// and on the tile's load, and only two blocks of 256 threads fit an SM (121 registers a thread).
+// A source element loaded into shared memory costs about as much as kLoadMacs multiply-adds.
+constexpr double kSeparableMacsPerUsPerSm = 6.0e4;
+constexpr double kSeparableLoadMacs = 4.0;
+constexpr double kThreadsPerSm = 2048;
+
+// Work of one block in multiply-add equivalents, and the blocks of the pass.
+double separable_block_work(const SeparableGeometry& g, int sources, int rank) {
+  const double rows = g.region_rows();
+  const double macs = double(rank) * (rows * separable::kTileW * g.w.taps_run() +
+                                      double(g.tile_h) * separable::kTileW * g.h.taps_run());
+  return double(sources) * (macs + kSeparableLoadMacs * rows * g.region_cols());
+}
+
+double separable_planes(const ConvDesc& d, Pass pass) {
+  return double(d.n) * double(pass == Pass::kBackwardData ? d.c : d.k);
+}
+}  // namespace
+
+double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeometry& g, int rank) {
+  const int sources = static_cast<int>(pass == Pass::kBackwardData ? d.k_per_group()
+                                                                   : d.c_per_group());
+  const double blocks = separable_planes(d, pass) *
+                        std::ceil(double(g.w.out) / separable::kTileW) *
+                        std::ceil(double(g.h.out) / g.tile_h);
+  const double smem = double(g.smem_bytes(rank)) + 1024.0;
+  const double per_sm = std::max(
+      1.0, std::min({std::floor(kSmemPerSm / smem), kThreadsPerSm / separable::kThreads, 2.0}));
+  const double waves = std::ceil(blocks / (kSmCount * per_sm));
+  const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
+  const double compute =
+      waves * sharing * separable_block_work(g, sources, rank) / kSeparableMacsPerUsPerSm;
+  const double io = double(d.x_elems() + d.y_elems()) * double(dtype_size(d.dtype));
+  return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
+}
+
+int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {
+  const int out = g.h.out;
+  const int top = std::min(separable::kMaxTileH,
+                           (out + separable::kRun - 1) / separable::kRun * separable::kRun);
+  int best = 0;
+  double best_us = 0.0;
+  for (int th = separable::kRun; th <= top; th += separable::kRun) {
+    g.tile_h = th;
+    if (g.smem_bytes(max_rank) > separable::kMaxSmemBytes) break;  // grows with th
+    const double us = estimate_separable_us(d, pass, g, 1);
+    if (best == 0 || us <= best_us) best = th, best_us = us;  // ties: the taller tile
+  }
+  return best;
+}
+
 double estimate_direct_us(const ConvDesc& d, Pass pass) {
   const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
   const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;

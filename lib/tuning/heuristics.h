@@ -9,6 +9,7 @@
 #include "fftconv/options.hpp"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
+#include "separable/separable_conv.h"
 
 namespace fftconv::detail {
 
@@ -20,6 +21,15 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass
 /// 2^log_h x 2^log_w: its kernel bound by shared-memory traffic, per wave of blocks, and with a
 /// per-call filter the kernel that transforms the filters.
 double estimate_fused_us(const ConvDesc& d, int log_h, int log_w, Pass pass = Pass::kForward);
+/// Estimated device time, in microseconds, of the separable path (Algo::kSeparable) on geometry
+/// `g` (lib/separable/separable_conv.h) with planes of rank `rank`: its one kernel bound by the
+/// multiply-adds of the row and column passes per wave of blocks, or by the stream of its
+/// tensors.
+double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeometry& g, int rank);
+/// The tile height (a multiple of separable::kRun up to kMaxTileH) with the lowest estimate whose
+/// region fits in shared memory with factors of rank up to `max_rank`; 0 when none fits. `g`'s
+/// axes are set, its tile_h is ignored.
+int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank);
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 

@@ -161,7 +161,8 @@ struct Resolved {
 
 // The plan for (d, pass, algo). `frozen`: the filter tensor when it may be kept by the plan
 // (requires_grad false, forward or backward-data): a frozen filter seen twice gets a plan of its
-// own that keeps its spectrum, refreshed when the tensor's version counter changes.
+// own that keeps its spectrum (or, low rank, its 1-D factors: the separable path), refreshed when
+// the tensor's version counter changes.
 Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int device,
                  const at::Tensor& frozen, const at::Tensor& frozen_contiguous,
                  cudaStream_t stream) {
@@ -191,7 +192,8 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
   kept_key.filter = storage;
   std::shared_ptr<PlanEntry> kept = cache.find(kept_key);
   if (!kept) {
-    {
+    // A plan forced to the separable path runs kept filters only: it keeps one at first sight.
+    if (algo != Algo::kSeparable) {
       std::lock_guard<std::mutex> lock(shared->mutex);
       bool seen = false;
       for (const FilterIdentity& s : shared->seen) seen = seen || s.same(storage, data, version);
@@ -325,19 +327,22 @@ at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntAr
 
 Algo parse_algo_arg(const char* op, c10::string_view algo) {
   // Compared in place (parse_algo would build a std::string per call).
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn}) {
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable,
+                 Algo::kCudnn}) {
     if (algo == algo_name(a)) return a;
   }
   TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
-                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'cudnn'");
+                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'cudnn'");
 }
 
 // The algorithm a pass runs when the user named one: the full-image FFT for the passes that the
-// tiled (forward only) and fused (forward and input gradient) FFTs do not implement, so that a
-// model trained with either still gets every gradient.
+// tiled (forward only), fused and separable (forward and input gradient) paths do not
+// implement, so that a model trained with either still gets every gradient.
 Algo pass_algo(Algo algo, Pass pass) {
   if (algo == Algo::kFftTiled && pass != Pass::kForward) return Algo::kFft;
-  if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter) return Algo::kFft;
+  if ((algo == Algo::kFftFused || algo == Algo::kSeparable) && pass == Pass::kBackwardFilter) {
+    return Algo::kFft;
+  }
   return algo;
 }
 

@@ -178,7 +178,8 @@ TEST(Status, EveryStatusHasNameAndText) {
 }
 
 TEST(Algo, NamesRoundTrip) {
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kCudnn, Algo::kFftTiled, Algo::kFftFused}) {
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kCudnn, Algo::kFftTiled, Algo::kFftFused,
+                 Algo::kSeparable}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
   EXPECT_THROW(parse_algo("winograd"), Error);
@@ -210,7 +211,7 @@ TEST(Algo, UnknownNamesListTheAcceptedOnes) {
     parse_algo("direct");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("(expected auto, fft, fft_tiled, fft_fused or cudnn)"),
+    EXPECT_NE(std::string(e.what()).find("(expected auto, fft, fft_tiled, fft_fused, separable or cudnn)"),
               std::string::npos)
         << e.what();
   }

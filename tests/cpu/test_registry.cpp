@@ -14,6 +14,8 @@
 #include "fftconv/fftconv.h"
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
+#include "separable/separable_conv.h"
+#include "tuning/heuristics.h"
 #include "testing/testing.h"
 
 #ifndef FFTCONV_TEST_HAS_FFTW
@@ -49,7 +51,7 @@ TEST(Registry, EntriesAreDistinctAndCoverEveryAlgoPerBackend) {
     // A forced Algo must name one entry per backend.
     EXPECT_TRUE(algo_backend.insert({int(f->algo()), int(f->backend())}).second) << f->name();
   }
-  for (Algo a : {Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn}) {
+  for (Algo a : {Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable, Algo::kCudnn}) {
     EXPECT_TRUE(algo_backend.count({int(a), int(Backend::kGpu)})) << algo_name(a);
   }
   EXPECT_TRUE(algo_backend.count({int(Algo::kFft), int(Backend::kCpu)}));
@@ -148,6 +150,72 @@ TEST(Fused, AutoFollowsTheMeasuredWinner) {
   }
 }
 
+// Forced only (Auto weighs it at set_filter, when the filter's rank is known); forward and
+// backward data; a tile that fits in shared memory.
+TEST(Separable, Eligibility) {
+  const detail::AlgoFactory& f = factory(Algo::kSeparable);
+  const ConvDesc landmark = ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  Options autoplan;
+  const detail::Support a = f.can_implement(landmark, autoplan);
+  EXPECT_EQ(a.status, Status::kNotSupported);
+  EXPECT_NE(a.reason.find("kept low-rank filters only"), std::string::npos) << a.reason;
+  EXPECT_EQ(detail::auto_first_choice(landmark, autoplan), Algo::kFft);
+  Options o;
+  o.algo = Algo::kSeparable;
+  for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
+    o.pass = p;
+    EXPECT_TRUE(f.can_implement(landmark, o).ok()) << pass_name(p);
+    EXPECT_TRUE(f.can_implement(kDesc, o).ok()) << pass_name(p);  // dense groups too
+  }
+  o.pass = Pass::kBackwardFilter;
+  const detail::Support w = f.can_implement(landmark, o);
+  EXPECT_EQ(w.status, Status::kNotSupported);
+  EXPECT_NE(w.reason.find("full gradient"), std::string::npos) << w.reason;
+  o.pass = Pass::kForward;
+  const detail::Support huge =
+      f.can_implement(ConvDesc::parse("n1c1h900w900k1r301s301p150x150u1x1d1x1g1f32"), o);
+  EXPECT_EQ(huge.status, Status::kNotSupported);
+  EXPECT_NE(huge.reason.find("shared memory"), std::string::npos) << huge.reason;
+}
+
+TEST(Separable, TilesFitSharedMemory) {
+  for (const char* s : {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32",
+                        "n1c3h3000w4000k3r101s101p50x50u1x1d1x1g3f32",
+                        "n2c4h50w61k4r7s31p3x15u2x3d2x1g2f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
+      detail::SeparableGeometry g;
+      std::string why;
+      ASSERT_TRUE(detail::separable_geometry(d, p, &g, &why)) << s << ": " << why;
+      EXPECT_EQ(g.tile_h % detail::separable::kRun, 0) << s;
+      EXPECT_LE(g.tile_h, detail::separable::kMaxTileH) << s;
+      EXPECT_LE(g.smem_bytes(detail::kMaxSeparableRank), detail::separable::kMaxSmemBytes) << s;
+      EXPECT_EQ(g.h.out, p == Pass::kForward ? d.out_h() : d.h) << s;
+    }
+  }
+}
+
+// On the Gaussian rows of the suite, a rank-1 filter's 1-D passes are estimated below every
+// FFT path, so Auto keeps them as such at set_filter.
+TEST(Separable, EstimateBeatsTheFftOnGaussianRows) {
+  for (const char* s : {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
+                        "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    Options o;
+    detail::SeparableGeometry g;
+    ASSERT_TRUE(detail::separable_geometry(d, Pass::kForward, &g, nullptr));
+    const double sep = detail::estimate_separable_us(d, Pass::kForward, g, 1);
+    for (Algo a : {Algo::kFft, Algo::kFftTiled, Algo::kFftFused}) {
+      const detail::AlgoFactory& f = factory(a);
+      if (!f.can_implement(d, o).ok()) continue;
+      EXPECT_LT(sep, f.estimate_us(d, o, nullptr)) << s << " " << f.name();
+    }
+  }
+}
+
 TEST(Registry, CpuPlanListsItsCandidate) {
   REQUIRE_FFTW();
   const Plan plan(kDesc, cpu_options());
@@ -172,7 +240,8 @@ TEST(Registry, ForcedGpuAlgorithmOnCpuNamesWhatRuns) {
 }
 
 TEST(EnumNames, RoundTrip) {
-  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kCudnn}) {
+  for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable,
+                 Algo::kCudnn}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
   for (CudnnSearch s : {CudnnSearch::kFind, CudnnSearch::kHeuristic}) {

@@ -49,9 +49,11 @@ fftconv_conv_desc_t c_desc(const ConvDesc& d) {
 }
 
 Problem::Problem(const ConvDesc& d, std::uint64_t s, bool bias_on)
+    : Problem(d, s, bias_on, testing::random_values(d.w_elems(), s + 1, d.dtype)) {}
+
+Problem::Problem(const ConvDesc& d, std::uint64_t s, bool bias_on, const std::vector<float>& wv)
     : desc(d), seed(s), with_bias(bias_on) {
   const auto xv = testing::random_values(d.x_elems(), seed, d.dtype);
-  const auto wv = testing::random_values(d.w_elems(), seed + 1, d.dtype);
   const auto bv = testing::random_values(d.k, seed + 2, d.dtype);
   x = upload(xv, d.dtype);
   w = upload(wv, d.dtype);
@@ -90,9 +92,12 @@ RunResult run_forward(const Problem& p, const Options& options, cudaStream_t str
   return r;
 }
 
-BwdProblem::BwdProblem(const ConvDesc& d, std::uint64_t s) : desc(d), seed(s) {
+BwdProblem::BwdProblem(const ConvDesc& d, std::uint64_t s)
+    : BwdProblem(d, s, testing::random_values(d.w_elems(), s + 1, d.dtype)) {}
+
+BwdProblem::BwdProblem(const ConvDesc& d, std::uint64_t s, const std::vector<float>& w_values)
+    : desc(d), seed(s), wv(w_values) {
   xv = testing::random_values(d.x_elems(), seed, d.dtype);
-  wv = testing::random_values(d.w_elems(), seed + 1, d.dtype);
   dyv = testing::random_values(d.y_elems(), seed + 2, d.dtype);
   x = upload(xv, d.dtype);
   w = upload(wv, d.dtype);

@@ -39,6 +39,8 @@ struct Problem {
   std::vector<double> ref;                    // oracle output
 
   Problem(const ConvDesc& d, std::uint64_t seed, bool with_bias);
+  /// The filter `wv` (d.w_elems() values exact in d.dtype) instead of a random one.
+  Problem(const ConvDesc& d, std::uint64_t seed, bool with_bias, const std::vector<float>& wv);
 };
 
 struct RunResult {
@@ -60,6 +62,8 @@ struct BwdProblem {
   std::vector<double> ref_dx, ref_dw;
 
   BwdProblem(const ConvDesc& d, std::uint64_t s);
+  /// The filter `w_values` (exact in d.dtype) instead of a random one.
+  BwdProblem(const ConvDesc& d, std::uint64_t s, const std::vector<float>& w_values);
 };
 
 struct BwdResult {

@@ -1,0 +1,102 @@
+// The separable path (Algo::kSeparable): a kept filter whose planes are low rank
+// (lib/filters/low_rank.h), W = sum_i col_i row_i^T, convolved as r pairs of 1-D passes in one
+// kernel. A block owns an output tile of tile_h x 32 of one output plane: it loads the tile's
+// source region with its halo into shared memory (zero padding, the backward pass's stride
+// spread and the dtype conversion on load), runs the row pass of factor i into a second
+// shared-memory buffer, the column pass into registers, and after every source plane of the
+// group and every factor stores the tile with the bias and the dtype. Forward and backward data;
+// the backward pass is a correlation of the stride-spread dy with the flipped factors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "fftconv/conv_desc.hpp"
+#include "fftconv/options.hpp"
+#include "geometry/int_divider.h"
+
+namespace fftconv::detail {
+
+namespace separable {
+/// Output columns of a tile (one warp's width) and outputs per thread along a pass: a run of
+/// kRun outputs slides over kRun taps held in registers, 2 * kRun - 1 values and kRun weights
+/// loaded from shared memory per kRun * kRun multiply-adds (with 8, the loads bound the passes).
+constexpr int kTileW = 32;
+constexpr int kRun = 16;
+constexpr int kThreads = 256;
+/// Largest tile height: the column pass keeps (kMaxTileH / kRun) * kTileW / kThreads runs of
+/// kRun outputs per thread in registers.
+constexpr int kMaxTileH = 128;
+/// Shared memory a block may use (two blocks per SM on sm_90 and sm_80).
+constexpr std::size_t kMaxSmemBytes = 100 * 1024;
+}  // namespace separable
+
+/// Most outer products per plane the separable path keeps (LowRankOptions::max_rank).
+constexpr int kMaxSeparableRank = 4;
+
+/// Taps of a factor in memory: R (or S) rounded up to kRun, the padding zero.
+inline int separable_taps_padded(std::int64_t taps) {
+  return static_cast<int>((taps + separable::kRun - 1) / separable::kRun * separable::kRun);
+}
+
+/// Where the output reads the source: output row o reads virtual source rows
+/// o * read_stride + off + t * dil, t < taps; virtual row v is source row v / step when v >= 0,
+/// v % step == 0 and v / step < src extent, else zero. Forward: step 1, read stride = stride,
+/// off = -pad. Backward data: step = stride, read stride 1, off = pad - (R - 1) * dil, the
+/// factors flipped.
+struct SeparableAxis {
+  int src = 0, out = 0, step = 1, read_stride = 1, off = 0, dil = 1, taps = 1;
+  /// The kernel slides kRun outputs over kRun taps in registers (read stride and dilation 1).
+  bool unit() const { return read_stride == 1 && dil == 1; }
+  /// Taps the kernel runs: padded to kRun on a unit axis, exact otherwise.
+  int taps_run() const { return unit() ? separable_taps_padded(taps) : taps; }
+};
+
+struct SeparableGeometry {
+  SeparableAxis h, w;
+  int tile_h = 0;  ///< output rows of a tile (multiple of kRun, at most kMaxTileH)
+  /// Shared-memory region of a tile: rows and columns of the source (columns padded odd).
+  int region_rows() const;
+  int region_cols() const;
+  int region_pitch() const { return region_cols() | 1; }
+  std::size_t smem_bytes(int rank) const;
+};
+
+/// The geometry of `pass` on `d` (tile height chosen by separable_tile_h); false with `why` set
+/// when its tile's region does not fit in shared memory or the kernel's 32-bit indices.
+bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std::string* why);
+
+struct SeparableArgs {
+  const void* src = nullptr;      ///< forward x, backward data dy
+  const float* factors = nullptr; ///< per plane, per factor: col[taps_h padded], row[taps_w padded]
+  const void* bias = nullptr;     ///< [out_channels] or null
+  void* out = nullptr;
+  std::int64_t out_planes = 0;    ///< images * out_channels
+  int out_channels = 1, src_channels = 1;
+  int out_per_group = 1;          ///< output channels of a group
+  int sources = 1;                ///< source planes summed into each output plane (its group's)
+  int factor_stride = 1;          ///< plane index step between the sources of one output
+  int factor_group_step = 0;      ///< plane index of output channel o: (o / out_per_group) *
+  int factor_out_step = 1;        ///<   factor_group_step + (o % out_per_group) * factor_out_step
+  int rank = 1;                   ///< factors per plane (planes of lower rank padded with zeros)
+  SeparableGeometry g;
+  // Derived from g by launch_separable_conv (the kernel reads them, not g's methods).
+  int rows = 0, cols = 0, pitch = 0, fac_h = 0, fac_w = 0, tiles_w = 0, tiles = 0;
+  IntDivider cols_div, step_h_div, step_w_div;
+};
+
+/// Floats of the factors of `planes` planes of rank `rank` for axis taps r x s.
+inline std::size_t separable_factor_floats(std::int64_t planes, int rank, std::int64_t r,
+                                           std::int64_t s) {
+  return static_cast<std::size_t>(planes) * rank *
+         (separable_taps_padded(r) + separable_taps_padded(s));
+}
+
+/// Raises the kernels' shared-memory limit to kMaxSmemBytes on the current device (plan time).
+void prepare_separable_kernels(DType dtype);
+void launch_separable_conv(const SeparableArgs& a, DType dtype, cudaStream_t stream);
+
+}  // namespace fftconv::detail
