@@ -208,6 +208,11 @@ int parse_args(int argc, char** argv, Config& c) {
                "first (JSON control_ratio, control_lo, control_hi) shows how far\n"
                "two runs of the same work differ")
       ->group(kRun);
+  app.add_option("--gaussian", c.gaussian_sigma,
+                 "every filter plane a normalised Gaussian of this sigma instead of random\n"
+                 "values (rank 1: a kept filter runs as 1-D passes, the separable path)")
+      ->check(CLI::PositiveNumber)
+      ->group(kRun);
   app.add_flag("--stages", c.stages,
                "time every stage of the forward engine (pad, r2c, gemm, c2r, clip);\n"
                "GEMM GFLOP/s")

@@ -36,6 +36,7 @@ struct Config {
   std::string tuning_cache;
   std::vector<fftconv::Pass> passes = {fftconv::Pass::kForward};
   std::vector<fftconv::DType> dtypes;  // --dtypes: every row in each (empty: the CSV's dtype)
+  double gaussian_sigma = 0.0;  // --gaussian: every filter plane a normalised Gaussian (0: random)
   std::string command;                 // the command line as recorded in the JSON
 };
 

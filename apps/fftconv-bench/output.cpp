@@ -60,6 +60,9 @@ Json row_json(const Row& r) {
   j["tiles_w"] = r.tiles_w;
   j["kept_ms"] = number(r.kept_ms);
   j["kept_rel_err"] = number(r.kept_rel_err);
+  j["kept_cold_ms"] = number(r.kept_cold_ms);
+  j["kept_host_us"] = number(r.kept_host_us);
+  if (!r.kept_note.empty()) j["kept_plan"] = r.kept_note;
   j["gemm"] = r.gemm;
   j["workspace_bytes"] = r.workspace_bytes;
   j["floor_ms"] = number(r.floor_ms);
@@ -156,6 +159,11 @@ void print_row(const Row& r) {
       r.gemm.empty() ? "-" : r.gemm.c_str(),
       fmt(double(r.workspace_bytes) / (1 << 20), "%.1f").c_str(), fmt(r.floor_ms).c_str(),
       r.status.c_str());
+  if (!r.kept_note.empty()) {
+    std::printf("  kept filter: %s ms, cold %s ms, host %s us: %s\n", fmt(r.kept_ms).c_str(),
+                fmt(r.kept_cold_ms).c_str(), fmt(r.kept_host_us, "%.1f").c_str(),
+                r.kept_note.c_str());
+  }
   if (!r.gemm_ms.empty()) {
     std::printf("  gemm sweep (fft ms):");
     for (const auto& g : r.gemm_ms) std::printf(" %s=%s", g.first.c_str(), fmt(g.second).c_str());

@@ -41,7 +41,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     r.ok = false;
     return r;
   }
-  Inputs in = make_inputs(d, pass, seed);
+  Inputs in = make_inputs(d, pass, seed, cfg.gaussian_sigma);
   const std::int64_t n_out = out_elems(d, pass);
   std::vector<double> ref_host;  // the oracle's output, computed on first use
   auto check_output = [&]() {
@@ -73,7 +73,11 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
 
   const Options engine = engine_options(cfg, pass);
   try {
-    const Timed t = time_plan(d, engine, in, cfg, stream, cfg.stages, false, !cfg.interleave);
+    // The separable path runs kept filters only: forced, its every call keeps the filter.
+    const bool kept_only = engine.algo == Algo::kSeparable;
+    const Timed t =
+        time_plan(d, engine, in, cfg, stream, cfg.stages, kept_only, !cfg.interleave);
+    if (kept_only) r.kept_note = t.describe;
     r.stages = t.stages;
     r.gemm_flops = t.info.gemm_flops;
     r.gemm_min_bytes = t.info.gemm_min_bytes;
@@ -102,10 +106,14 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
                    "); repro: fftconv-bench --desc " + r.desc + " --pass " + r.pass + " --verify";
       }
     }
-    // The same plan with the filter spectrum kept: the filter's pad and transform leave the pass.
-    if ((t.info.algo == Algo::kFft || t.info.algo == Algo::kFftTiled) &&
-        pass != Pass::kBackwardFilter) {
-      r.kept_ms = time_plan(d, engine, in, cfg, stream, false, true).ms;
+    // The same plan with the filter kept (its spectrum, or under Auto its 1-D factors where it is
+    // low rank): the filter's pad and transform leave the pass.
+    if (!kept_only && t.info.algo != Algo::kCudnn && pass != Pass::kBackwardFilter) {
+      const Timed k = time_plan(d, engine, in, cfg, stream, false, true);
+      r.kept_ms = k.ms;
+      r.kept_cold_ms = k.cold_ms;
+      r.kept_host_us = k.host_us;
+      r.kept_note = k.describe;
       if (cfg.verify) {
         const ft::ErrorStats e = check_output();
         r.kept_rel_err = e.rel_l2;

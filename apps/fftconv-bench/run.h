@@ -30,6 +30,8 @@ struct Row {
   std::string cudnn_algo, cudnn_tf32_algo;
   double rel_err = NAN, max_err = NAN;
   double kept_ms = NAN, kept_rel_err = NAN;  // fwd/dgrad with the filter spectrum kept (set_filter)
+  double kept_cold_ms = NAN, kept_host_us = NAN;  // the kept filter's cold and host times
+  std::string kept_note;  // describe() of the plan with the filter kept (how it runs)
   std::int64_t tiles_h = 1, tiles_w = 1;
   std::string algo, gemm, reason;
   std::int64_t fft_h = 0, fft_w = 0;

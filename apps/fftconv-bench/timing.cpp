@@ -1,6 +1,7 @@
 // fftconv-bench's timing: input sets, one plan timed on its own, a row's dtypes timed in turn.
 #include "timing.h"
 
+#include <cmath>
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -96,7 +97,28 @@ std::int64_t out_elems(const ConvDesc& d, Pass pass) {
                                        : d.w_elems();
 }
 
-Inputs make_inputs(const ConvDesc& d, Pass pass, std::uint64_t seed) {
+namespace {
+std::vector<float> gaussian_filter(const ConvDesc& d, double sigma) {
+  auto taps = [sigma](std::int64_t n) {
+    std::vector<double> g(static_cast<std::size_t>(n));
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double t = double(i) - double(n - 1) / 2;
+      sum += g[i] = std::exp(-t * t / (2 * sigma * sigma));
+    }
+    for (double& v : g) v /= sum;
+    return g;
+  };
+  const std::vector<double> gr = taps(d.r), gs = taps(d.s);
+  std::vector<float> w(static_cast<std::size_t>(d.w_elems()));
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    w[i] = static_cast<float>(gr[(i / d.s) % d.r] * gs[i % d.s]);
+  }
+  return ft::decode(ft::encode(w, d.dtype).data(), d.w_elems(), d.dtype);
+}
+}  // namespace
+
+Inputs make_inputs(const ConvDesc& d, Pass pass, std::uint64_t seed, double gaussian_sigma) {
   Inputs in;
   const std::size_t es = fftconv::dtype_size(d.dtype);
   const bool backward = pass != Pass::kForward;
@@ -106,7 +128,8 @@ Inputs make_inputs(const ConvDesc& d, Pass pass, std::uint64_t seed) {
           ? static_cast<int>(std::min<std::size_t>(kMaxRotations, 2 * kL2Bytes / in_bytes + 1))
           : 1;
   const auto xv = ft::random_values(d.x_elems(), seed, d.dtype);
-  const auto wv = ft::random_values(d.w_elems(), seed + 1, d.dtype);
+  const auto wv = gaussian_sigma > 0 ? gaussian_filter(d, gaussian_sigma)
+                                     : ft::random_values(d.w_elems(), seed + 1, d.dtype);
   const auto bv = ft::random_values(d.k, seed + 2, d.dtype);
   const auto dyv =
       backward ? ft::random_values(d.y_elems(), seed + 3, d.dtype) : std::vector<float>();
@@ -137,7 +160,10 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
   t.info = plan.info();
   t.describe = plan.describe();
   ft::DeviceBuffer ws(plan.workspace_size());
-  if (kept) plan.set_filter(in.w[0].get(), stream);
+  if (kept) {
+    plan.set_filter(in.w[0].get(), stream);
+    t.describe = plan.describe();  // how the kept filter runs
+  }
   auto run = [&](int c) { run_pass(plan, o.pass, in, ws, c, kept, stream); };
   if (timed) {
     t.ms = cfg.graph

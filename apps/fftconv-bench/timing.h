@@ -37,7 +37,10 @@ std::int64_t out_elems(const fftconv::ConvDesc& d, fftconv::Pass pass);
 
 /// Random inputs for `pass` of `d` from `seed` (x, w, bias from seed, seed+1, seed+2; dy from
 /// seed+3).
-Inputs make_inputs(const fftconv::ConvDesc& d, fftconv::Pass pass, std::uint64_t seed);
+/// `gaussian_sigma` > 0: every filter plane a normalised Gaussian of that sigma (exact in the
+/// dtype), else random values.
+Inputs make_inputs(const fftconv::ConvDesc& d, fftconv::Pass pass, std::uint64_t seed,
+                   double gaussian_sigma = 0.0);
 
 /// What time_plan() measured and what the plan chose.
 struct Timed {
