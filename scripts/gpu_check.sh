@@ -5,7 +5,7 @@
 # on the GPU and the CPU backend, and leaves logs and JSON under $OUT (default: ./gpu-out).
 #
 #   scripts/gpu_check.sh                 # every step: build test bench dtypes gbench torch report blur main
-#                                        #   python example torchops
+#                                        #   python example torchops filters
 #   FFTCONV_GPU_STEPS="build bench" scripts/gpu_check.sh
 #   FFTCONV_CTEST_ARGS="-R Suite" FFTCONV_BENCH_ARGS="--filter landmark" scripts/gpu_check.sh
 #   FFTCONV_LIMIT_TEST=200 FFTCONV_LIMIT_BENCH=150 scripts/gpu_check.sh   # bound steps (seconds)
@@ -32,7 +32,9 @@
 # (the Python package installed by pip from this tree into $BUILD-pip, its pytest run against
 # that install: pytest-torch.txt), torchops (bench/torch_ops.py, fftconv.conv2d against F.conv2d
 # interleaved: torch-ops.json, after bench/torch_host_cost.py: host-cost.json), pytest (the
-# package's tests against the build tree's extension: pytest-torch.txt), example (apps/examples/landmark_train.py: the two loss curves).
+# package's tests against the build tree's extension: pytest-torch.txt), example (apps/examples/landmark_train.py: the two loss curves),
+# filters (bench/torch_filters.py: Gaussian blurs against kornia, torchvision and F.conv2d:
+# filters.json; FFTCONV_FILTERS_ARGS appended).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -47,12 +49,14 @@
 # driver's suite-forward.json while no Google Benchmark run is recorded),
 # CMAKE_CUDA_ARCHITECTURES (default 90), FFTCONV_STB_INCLUDE_DIR (stb headers, where libstb-dev
 # is not installed), FFTCONV_DEB_DIR (default .deb: Debian packages from scripts/fetch_debs.sh,
-# unpacked with dpkg -x for the build where the machine lacks them: CLI11, nlohmann-json, Eigen).
+# unpacked with dpkg -x for the build where the machine lacks them: CLI11, nlohmann-json, Eigen),
+# FFTCONV_WHL_DIR (default .whl: Python wheels installed with pip --no-index into $BUILD-whl and
+# put on PYTHONPATH, e.g. kornia, kornia-rs and torchvision, fetched with pip download).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD=${FFTCONV_GPU_BUILD:-build-gpu}
-STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main python example torchops}
+STEPS=${FFTCONV_GPU_STEPS:-build test bench dtypes gbench torch report blur main python example torchops filters}
 # (pytest: the package's tests against the build tree instead of a pip install; not by default.)
 JOBS=$(nproc 2>/dev/null || echo 4)
 mkdir -p "$OUT"
@@ -116,6 +120,15 @@ if compgen -G "$DEB_DIR/*.deb" >/dev/null; then
   mkdir -p "$DEPS"
   for deb in "$DEB_DIR"/*.deb; do dpkg -x "$deb" "$DEPS"; done
   export CMAKE_PREFIX_PATH="$DEPS/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+fi
+
+# Python wheels the GPU machine lacks (kornia, torchvision for the blur benchmarks) travel as
+# .whl files: installed into a directory of their own, first on PYTHONPATH.
+WHL_DIR=${FFTCONV_WHL_DIR:-.whl}
+if compgen -G "$WHL_DIR/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target "$PWD/$BUILD-whl" "$WHL_DIR"/*.whl \
+    >"$OUT/wheels.log" 2>&1 || echo "wheels from $WHL_DIR did not install (wheels.log)"
+  export PYTHONPATH="$PWD/$BUILD-whl${PYTHONPATH:+:$PYTHONPATH}"
 fi
 
 if step build; then
@@ -344,6 +357,12 @@ if step torchops; then
     ${FFTCONV_TORCHOPS_ARGS:---cpp-bench $BUILD/apps/fftconv-bench} \
     --out "$OUT/torch-ops.json" >"$OUT/torch-ops.txt" 2>&1 || status=1
   tail -60 "$OUT/torch-ops.txt"
+fi
+if step filters; then
+  # Gaussian blurs against kornia, torchvision and the dense F.conv2d (bench/torch_filters.py).
+  PYTHONPATH="$PKG_PATH${PYTHONPATH:+:$PYTHONPATH}" limited filters python3 bench/torch_filters.py \
+    ${FFTCONV_FILTERS_ARGS:-} --out "$OUT/filters.json" >"$OUT/filters.txt" 2>&1 || status=1
+  cat "$OUT/filters.txt"
 fi
 echo "gpu_check status $status"
 exit $status
