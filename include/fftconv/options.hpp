@@ -118,8 +118,9 @@ struct Options {
   /// GPU forward and backward-data plans with Algo::kAuto: when set_filter keeps a filter whose
   /// every plane is of rank 4 or less (within 2^-22 of its norm; the SVD in fp64 on the host,
   /// which waits for the stream), it runs as 1-D passes (Algo::kSeparable) where their estimate
-  /// is below the plan's algorithm's; describe() says which. false: never. Algo::kSeparable
-  /// forces the path (kept low-rank filters only).
+  /// is below the plan's algorithm's; describe() says which. Where even rank 1 would be slower,
+  /// the filter is not read back. false: never. Algo::kSeparable forces the path (kept low-rank
+  /// filters only).
   bool kept_separable = true;
 };
 

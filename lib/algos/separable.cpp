@@ -157,6 +157,16 @@ class SeparableAlgo final : public ConvAlgo {
       hand_to_inner(w, stream, "not factored: set while its stream was being captured");
       return;
     }
+    // Where even rank 1 is estimated slower than the built algorithm, the filter is not read
+    // back and factored: set_filter stays asynchronous, as the built algorithm's is.
+    if (inner_) {
+      const double best_us = estimate_separable_us(d_, pass_, g_, 1);
+      if (best_us >= inner_us_) {
+        hand_to_inner(w, stream, "not factored: rank 1 estimated at " + us_text(best_us) +
+                                     " against " + us_text(inner_us_));
+        return;
+      }
+    }
     const std::vector<float> host = filter_on_host(w, d_, stream);
     std::optional<LowRankFilter> lr;
     std::string why;
