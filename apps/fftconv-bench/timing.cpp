@@ -97,27 +97,6 @@ std::int64_t out_elems(const ConvDesc& d, Pass pass) {
                                        : d.w_elems();
 }
 
-namespace {
-std::vector<float> gaussian_filter(const ConvDesc& d, double sigma) {
-  auto taps = [sigma](std::int64_t n) {
-    std::vector<double> g(static_cast<std::size_t>(n));
-    double sum = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double t = double(i) - double(n - 1) / 2;
-      sum += g[i] = std::exp(-t * t / (2 * sigma * sigma));
-    }
-    for (double& v : g) v /= sum;
-    return g;
-  };
-  const std::vector<double> gr = taps(d.r), gs = taps(d.s);
-  std::vector<float> w(static_cast<std::size_t>(d.w_elems()));
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    w[i] = static_cast<float>(gr[(i / d.s) % d.r] * gs[i % d.s]);
-  }
-  return ft::decode(ft::encode(w, d.dtype).data(), d.w_elems(), d.dtype);
-}
-}  // namespace
-
 Inputs make_inputs(const ConvDesc& d, Pass pass, std::uint64_t seed, double gaussian_sigma) {
   Inputs in;
   const std::size_t es = fftconv::dtype_size(d.dtype);
@@ -128,7 +107,7 @@ Inputs make_inputs(const ConvDesc& d, Pass pass, std::uint64_t seed, double gaus
           ? static_cast<int>(std::min<std::size_t>(kMaxRotations, 2 * kL2Bytes / in_bytes + 1))
           : 1;
   const auto xv = ft::random_values(d.x_elems(), seed, d.dtype);
-  const auto wv = gaussian_sigma > 0 ? gaussian_filter(d, gaussian_sigma)
+  const auto wv = gaussian_sigma > 0 ? ft::gaussian_filter(d, gaussian_sigma)
                                      : ft::random_values(d.w_elems(), seed + 1, d.dtype);
   const auto bv = ft::random_values(d.k, seed + 2, d.dtype);
   const auto dyv =

@@ -22,12 +22,6 @@ void require_device() {
   }
 }
 
-std::string estimate_text(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f us", us);
-  return buf;
-}
-
 // A forced Algo: the entry of the backend that implements it, or a message naming what does.
 const AlgoFactory& forced_entry(const ConvDesc& d, Algo algo, Backend backend) {
   std::string here;
@@ -86,7 +80,7 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
   } else {
     for (const Ranked& r : ranked) {
       text += std::string(text.size() > 5 ? ", " : " ") + r.factory->name() + " " + r.detail + " " +
-              estimate_text(r.us);
+              us_text(r.us);
     }
   }
   for (const AlgoCandidate& c : rejected) text += "; " + c.name + " " + c.note;
@@ -121,6 +115,12 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
 }
 
 }  // namespace
+
+std::string us_text(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f us", us);
+  return buf;
+}
 
 Backend resolve_backend(Backend requested) {
   switch (requested) {

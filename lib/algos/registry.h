@@ -42,6 +42,9 @@ class AlgoFactory {
   Backend backend_;
 };
 
+/// "12.3 us": an estimate as the planner's texts show it.
+std::string us_text(double us);
+
 /// Every algorithm, in priority order (ties in estimate go to the earlier entry).
 const std::vector<const AlgoFactory*>& algorithm_list();
 

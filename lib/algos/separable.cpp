@@ -14,6 +14,7 @@
 #include "algos/registry.h"
 #include "core/check.h"
 #include "core/device_buffer.h"
+#include "core/host_values.h"
 #include "filters/low_rank.h"
 #include "separable/separable_conv.h"
 #include "tuning/heuristics.h"
@@ -36,26 +37,6 @@ Support separable_support(const ConvDesc& d, const Options& o, SeparableGeometry
   return Support::yes();
 }
 
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);  // inf, nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    exp = 113;
-    while ((man & 0x400u) == 0) man <<= 1, --exp;
-    bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 // The filter in fp32 on the host (set-up time: waits for `stream`).
 std::vector<float> filter_on_host(const void* w, const ConvDesc& d, cudaStream_t stream) {
   const std::size_t elems = static_cast<std::size_t>(d.w_elems());
@@ -64,29 +45,8 @@ std::vector<float> filter_on_host(const void* w, const ConvDesc& d, cudaStream_t
   FFTCONV_CUDA_CHECK(cudaMemcpyAsync(raw.data(), w, raw.size(), cudaMemcpyDeviceToHost, stream));
   FFTCONV_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<float> out(elems);
-  for (std::size_t i = 0; i < elems; ++i) {
-    std::uint16_t h = 0;
-    switch (d.dtype) {
-      case DType::kF32: std::memcpy(&out[i], raw.data() + 4 * i, 4); break;
-      case DType::kF16:
-        std::memcpy(&h, raw.data() + 2 * i, 2);
-        out[i] = half_to_float(h);
-        break;
-      case DType::kBF16: {
-        std::memcpy(&h, raw.data() + 2 * i, 2);
-        const std::uint32_t bits = std::uint32_t(h) << 16;
-        std::memcpy(&out[i], &bits, 4);
-        break;
-      }
-    }
-  }
+  decode_to_float(raw.data(), elems, d.dtype, out.data());
   return out;
-}
-
-std::string us_text(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f us", us);
-  return buf;
 }
 
 class SeparableAlgo final : public ConvAlgo {

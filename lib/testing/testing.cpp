@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/host_values.h"
 #include "core/timing.h"
 
 namespace fftconv::testing {
@@ -61,21 +62,27 @@ std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype)
 
 std::vector<float> decode(const void* data, std::int64_t count, DType dtype) {
   std::vector<float> out(static_cast<std::size_t>(count));
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (dtype == DType::kF32) {
-      std::memcpy(&out[i], bytes + i * 4, 4);
-    } else if (dtype == DType::kF16) {
-      __half h;
-      std::memcpy(&h, bytes + i * 2, 2);
-      out[i] = __half2float(h);
-    } else {
-      __nv_bfloat16 b;
-      std::memcpy(&b, bytes + i * 2, 2);
-      out[i] = __bfloat162float(b);
-    }
-  }
+  detail::decode_to_float(data, out.size(), dtype, out.data());
   return out;
+}
+
+std::vector<float> gaussian_filter(const ConvDesc& d, double sigma) {
+  auto taps = [sigma](std::int64_t n) {
+    std::vector<double> g(static_cast<std::size_t>(n));
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double t = double(i) - double(n - 1) / 2;
+      sum += g[static_cast<std::size_t>(i)] = std::exp(-t * t / (2 * sigma * sigma));
+    }
+    for (double& v : g) v /= sum;
+    return g;
+  };
+  const std::vector<double> gr = taps(d.r), gs = taps(d.s);
+  std::vector<float> w(static_cast<std::size_t>(d.w_elems()));
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    w[i] = static_cast<float>(gr[(i / d.s) % d.r] * gs[i % d.s]);
+  }
+  return decode(encode(w, d.dtype).data(), d.w_elems(), d.dtype);
 }
 
 std::string ErrorStats::to_string() const {

@@ -24,6 +24,9 @@ std::vector<float> random_values(std::int64_t count, std::uint64_t seed, DType d
 std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype);
 /// Decodes `count` elements of `dtype` to fp32.
 std::vector<float> decode(const void* data, std::int64_t count, DType dtype);
+/// A filter of d's shape whose every plane is the normalised 2D Gaussian of `sigma` (the outer
+/// product of two 1-D ones: rank 1), rounded to d.dtype.
+std::vector<float> gaussian_filter(const ConvDesc& d, double sigma);
 
 /// Accuracy of a result against the fp64 oracle.
 struct ErrorStats {

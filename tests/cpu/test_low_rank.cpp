@@ -10,6 +10,7 @@
 
 #include "filters/low_rank.h"
 #include "fftconv/status.hpp"
+#include "testing/testing.h"
 
 namespace fftconv::detail {
 namespace {
@@ -68,6 +69,29 @@ TEST(LowRank, GaussianIsRankOneAtFp32Rounding) {
     EXPECT_LE(p->rel_error, 0x1p-22) << n;
     EXPECT_NEAR(reconstruction_error(w, n, n, *p), p->rel_error, 1e-12) << n;
   }
+}
+
+// A Gaussian rounded to fp16 or bf16 is full rank at fp32's tolerance (its rounding error is
+// far above 2^-22 of its norm) and rank 1 at its dtype's (low_rank_tolerance), with factors
+// within it: what lets the separable path take half-precision blurs.
+TEST(LowRank, HalfPrecisionGaussianIsRankOneAtItsDtypesTolerance) {
+  ConvDesc d;
+  d.r = d.s = 45;
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    d.dtype = t;
+    const std::vector<float> w = testing::gaussian_filter(d, 7.0);
+    LowRankOptions o;
+    o.tolerance = low_rank_tolerance(t);
+    const auto p = low_rank_plane(w.data(), d.r, d.s, o);
+    ASSERT_TRUE(p) << dtype_name(t);
+    EXPECT_EQ(p->rank, 1) << dtype_name(t);
+    EXPECT_LE(p->rel_error, low_rank_tolerance(t)) << dtype_name(t);
+    if (t != DType::kF32) {
+      const auto strict = low_rank_plane(w.data(), d.r, d.s);  // fp32's 2^-22
+      EXPECT_TRUE(!strict || strict->rank > 1) << dtype_name(t);
+    }
+  }
+  EXPECT_EQ(low_rank_tolerance(DType::kF32), LowRankOptions{}.tolerance);
 }
 
 TEST(LowRank, RectangularAndOneDimensionalPlanes) {

@@ -31,26 +31,6 @@ std::vector<float> low_rank_filter_values(const ConvDesc& d, int rank, std::uint
   return testing::decode(testing::encode(w, d.dtype).data(), d.w_elems(), d.dtype);
 }
 
-// A normalised 2D Gaussian, K * C/groups copies.
-std::vector<float> gaussian_values(const ConvDesc& d, double sigma) {
-  std::vector<double> gr(d.r), gs(d.s);
-  double sr = 0, ss = 0;
-  for (std::int64_t a = 0; a < d.r; ++a) {
-    const double t = a - (d.r - 1) / 2.0;
-    sr += gr[a] = std::exp(-t * t / (2 * sigma * sigma));
-  }
-  for (std::int64_t b = 0; b < d.s; ++b) {
-    const double t = b - (d.s - 1) / 2.0;
-    ss += gs[b] = std::exp(-t * t / (2 * sigma * sigma));
-  }
-  std::vector<float> w(static_cast<std::size_t>(d.w_elems()));
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    const std::int64_t a = (i / d.s) % d.r, b = i % d.s;
-    w[i] = static_cast<float>(gr[a] / sr * gs[b] / ss);
-  }
-  return testing::decode(testing::encode(w, d.dtype).data(), d.w_elems(), d.dtype);
-}
-
 ConvDesc random_desc(std::mt19937_64& gen, DType dtype) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return lo + static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(hi - lo + 1));
@@ -171,7 +151,7 @@ TEST(Separable, AutoTakesTheGaussianNotARandomFilter) {
   d.pad_h = d.pad_w = 22;
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
     d.dtype = t;
-    const Problem gauss(d, 5, true, gaussian_values(d, 7.0));
+    const Problem gauss(d, 5, true, testing::gaussian_filter(d, 7.0));
     const RunResult g = run_kept_forward(gauss, Options{});
     EXPECT_NE(g.describe.find("kept filter: separable, rank 1"), std::string::npos) << g.describe;
     EXPECT_TRUE(g.err.pass(testing::tolerance(t))) << g.err.to_string() << " " << g.describe;
@@ -185,7 +165,7 @@ TEST(Separable, AutoTakesTheGaussianNotARandomFilter) {
   }
   // Backward data of the same layer.
   d.dtype = DType::kF32;
-  const BwdProblem b(d, 8, gaussian_values(d, 7.0));
+  const BwdProblem b(d, 8, testing::gaussian_filter(d, 7.0));
   const BwdResult r = run_dgrad(b, Options{}, /*keep_filter=*/true);
   EXPECT_NE(r.describe.find("kept filter: separable, rank 1"), std::string::npos) << r.describe;
   EXPECT_LE(r.err.rel_l2, 1e-5) << r.describe;
@@ -203,7 +183,7 @@ TEST(Separable, PhotoAndRankFour) {
   d.pad_h = d.pad_w = 22;
   Options o;
   o.algo = Algo::kSeparable;
-  const Problem p(d, 9, true, gaussian_values(d, 9.0));
+  const Problem p(d, 9, true, testing::gaussian_filter(d, 9.0));
   const RunResult r = run_kept_forward(p, o);
   EXPECT_LE(r.err.rel_l2, 1e-5) << r.err.to_string() << " " << r.describe;
 
@@ -228,7 +208,7 @@ TEST(Separable, GraphCaptureOfAKeptFilter) {
   d.pad_h = d.pad_w = 22;
   Options o;
   o.algo = Algo::kSeparable;
-  const Problem p(d, 12, true, gaussian_values(d, 7.0));
+  const Problem p(d, 12, true, testing::gaussian_filter(d, 7.0));
   Plan plan(d, o);
   plan.set_filter(p.w.get(), nullptr);
   testing::cuda_check(cudaDeviceSynchronize(), "set_filter");
@@ -271,7 +251,7 @@ TEST(Separable, Errors) {
     }
     EXPECT_FALSE(plan.has_filter());
     // A filter with a NaN.
-    std::vector<float> bad = gaussian_values(d, 2.0);
+    std::vector<float> bad = testing::gaussian_filter(d, 2.0);
     bad[17] = std::nanf("");
     const testing::DeviceBuffer wbad = upload(bad, d.dtype);
     try {
@@ -297,7 +277,7 @@ TEST(Separable, Errors) {
   // Options::kept_separable = false keeps the Gaussian as a spectrum.
   Options off;
   off.kept_separable = false;
-  const Problem g(d, 14, false, gaussian_values(d, 2.0));
+  const Problem g(d, 14, false, testing::gaussian_filter(d, 2.0));
   const RunResult r = run_kept_forward(g, off);
   EXPECT_EQ(r.describe.find("kept filter: separable"), std::string::npos) << r.describe;
   EXPECT_LE(r.err.rel_l2, 1e-5) << r.describe;
