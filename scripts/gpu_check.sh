@@ -34,7 +34,9 @@
 # interleaved: torch-ops.json, after bench/torch_host_cost.py: host-cost.json), pytest (the
 # package's tests against the build tree's extension: pytest-torch.txt), example (apps/examples/landmark_train.py: the two loss curves),
 # filters (bench/torch_filters.py: Gaussian blurs against kornia, torchvision and F.conv2d:
-# filters.json; FFTCONV_FILTERS_ARGS appended).
+# filters.json; FFTCONV_FILTERS_ARGS appended), parity (bench/torch_ops.py on suite.csv and
+# bench/parity_small.csv, three passes and dtypes, then bench/parity.py: parity.json and
+# parity.md; FFTCONV_PARITY_ARGS appended to torch_ops.py's; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -363,6 +365,15 @@ if step filters; then
   PYTHONPATH="$PKG_PATH${PYTHONPATH:+:$PYTHONPATH}" limited filters python3 bench/torch_filters.py \
     ${FFTCONV_FILTERS_ARGS:-} --out "$OUT/filters.json" >"$OUT/filters.txt" 2>&1 || status=1
   cat "$OUT/filters.txt"
+fi
+if step parity; then
+  # Auto against F.conv2d on the suite and the small kernels (issue: Auto never loses).
+  PYTHONPATH="$PKG_PATH${PYTHONPATH:+:$PYTHONPATH}" limited parity python3 bench/torch_ops.py \
+    --shapes data/shapes/suite.csv bench/parity_small.csv --passes fwd,dgrad,wgrad \
+    --dtypes f32,f16,bf16 --host-calls 0 ${FFTCONV_PARITY_ARGS:-} --out "$OUT/parity-ops.json" \
+    >"$OUT/parity-ops.txt" 2>&1 || status=1
+  python3 bench/parity.py "$OUT/parity-ops.json" --out "$OUT/parity.json" \
+    --markdown "$OUT/parity.md" | tee "$OUT/parity.txt" || status=1
 fi
 echo "gpu_check status $status"
 exit $status

@@ -21,6 +21,7 @@ FIXTURES = os.path.join(HERE, "fixtures")
 COMPARE = os.path.join(ROOT, "scripts", "bench_compare")
 REPORT = os.path.join(ROOT, "scripts", "bench_report")
 TORCH_BASELINE = os.path.join(ROOT, "bench", "torch_baseline.py")
+PARITY = os.path.join(ROOT, "bench", "parity.py")
 
 try:
     import matplotlib  # noqa: F401
@@ -521,6 +522,65 @@ class TorchBaselineHelpersTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("--passes", p.stdout)
 
+
+
+class ParityTest(unittest.TestCase):
+    """bench/parity.py: ratios, the limit, failed entries, later files replacing earlier ones."""
+
+    @staticmethod
+    def entry(case, pass_, dtype, provider, ms, cold=None, rel=None, error=None):
+        e = {"name": f"{case}/{pass_}/{dtype}/{provider}", "real_time": ms}
+        if cold is not None:
+            e["cold_ms"] = cold
+        if rel is not None:
+            e["rel_l2"] = rel
+        if error:
+            e.update(error_occurred=True, error_message=error)
+        return e
+
+    def write(self, d, name, entries):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            json.dump({"context": {}, "benchmarks": entries}, f)
+        return path
+
+    def test_ratios_limit_and_replacement(self):
+        e = self.entry
+        with tempfile.TemporaryDirectory() as d:
+            first = self.write(d, "a.json", [
+                e("a", "fwd", "f32", "fftconv", 1.0, cold=2.0, rel=1e-7),
+                e("a", "fwd", "f32", "torch", 2.0, cold=2.5),
+                e("b", "dgrad", "f16", "fftconv", 1.1),
+                e("b", "dgrad", "f16", "torch", 1.0),
+                e("a", "step", "f32", "fftconv", 1.0), e("a", "step", "f32", "torch", 1.0),
+            ])
+            second = self.write(d, "b.json", [
+                e("b", "dgrad", "f16", "fftconv", 1.02),  # replaces 1.1: within 1.03
+                e("c", "wgrad", "bf16", "fftconv", 1.0, error="out of memory"),
+                e("c", "wgrad", "bf16", "torch", 1.0),
+            ])
+            out = os.path.join(d, "parity.json")
+            md = os.path.join(d, "parity.md")
+            r = run(PARITY, first, "--out", out)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # b dgrad f16 at 1.1
+            self.assertIn("above: b dgrad f16 1.100", r.stdout)
+            r = run(PARITY, first, second, "--out", out, "--markdown", md)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # c failed
+            with open(out) as f:
+                p = json.load(f)
+            by = {(x["name"], x["pass"], x["dtype"]): x for x in p["entries"]}
+            self.assertEqual(set(by), {("a", "fwd", "f32"), ("b", "dgrad", "f16")})  # no step
+            self.assertAlmostEqual(by["a", "fwd", "f32"]["ratio"], 0.5)
+            self.assertAlmostEqual(by["a", "fwd", "f32"]["cold_ratio"], 0.8)
+            self.assertEqual(by["a", "fwd", "f32"]["rel_err"], 1e-7)
+            self.assertTrue(by["b", "dgrad", "f16"]["within"])
+            self.assertNotIn("cold_ratio", by["b", "dgrad", "f16"])
+            self.assertEqual(p["summary"]["above_limit"], 0)
+            self.assertEqual(p["errors"][0]["message"], "out of memory")
+            self.assertEqual(p["summary"]["worst"]["name"], "b")
+            with open(md) as f:
+                self.assertIn("| a | fwd | f32 | 1.0000 | 2.0000 | 0.500 | 0.800 | 1.0e-07 |",
+                              f.read())
 
 if __name__ == "__main__":
     unittest.main()

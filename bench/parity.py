@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The parity table: fftconv Auto against PyTorch's F.conv2d on every case, pass and dtype.
+
+    python3 bench/parity.py TORCH_OPS.json [TORCH_OPS.json ...] --out parity.json
+        [--markdown parity.md] [--limit 1.03]
+
+The inputs are bench/torch_ops.py results (interleaved rounds of fftconv.conv2d and its
+gradients against F.conv2d and torch.nn.grad, cudnn.benchmark on, TF32 off), e.g. of the suite
+and of the small-kernel set next to this script:
+
+    PYTHONPATH=build/python python3 bench/torch_ops.py --shapes data/shapes/suite.csv \\
+        bench/parity_small.csv --passes fwd,dgrad,wgrad --dtypes f32,f16,bf16 --out ops.json
+
+(the `parity` step of scripts/gpu_check.sh). A later file's entry replaces an earlier one of the
+same name. Output: one entry per case, pass and dtype with `name`, `pass`, `dtype`,
+`fftconv_ms`, `torch_ms` (medians), `ratio` = fftconv_ms / torch_ms, `cold_ratio` (the same of
+cold calls, where both were measured), `rel_err` (fftconv's rel-L2 against F.conv2d's fp32
+result on the same inputs) and `within` (ratio <= --limit); a summary with the worst ratio and
+the entries above the limit. Entries where either side failed are listed under `errors`.
+Exit status 1 when an entry is above the limit or failed, so a run can gate on it.
+"""
+import argparse
+import json
+import sys
+
+
+def load(paths):
+    by_name = {}
+    for p in paths:
+        with open(p) as f:
+            for b in json.load(f).get("benchmarks", []):
+                by_name[b["name"]] = b
+    return by_name
+
+
+def parity(by_name, limit):
+    """(entries, errors) from torch_ops entries keyed by name (case/pass/dtype/provider)."""
+    keys = sorted({tuple(n.split("/")[:3]) for n in by_name if n.count("/") == 3})
+    entries, errors = [], []
+    for case, pass_, dtype in keys:
+        if pass_ == "step":
+            continue
+        ff = by_name.get(f"{case}/{pass_}/{dtype}/fftconv")
+        tt = by_name.get(f"{case}/{pass_}/{dtype}/torch")
+        if not ff or not tt:
+            continue
+        bad = [b for b in (ff, tt) if b.get("error_occurred")]
+        if bad:
+            errors.append({"name": case, "pass": pass_, "dtype": dtype,
+                           "message": "; ".join(b.get("error_message", "error") for b in bad)})
+            continue
+        e = {"name": case, "pass": pass_, "dtype": dtype,
+             "fftconv_ms": ff["real_time"], "torch_ms": tt["real_time"],
+             "ratio": ff["real_time"] / tt["real_time"], "rel_err": ff.get("rel_l2")}
+        if ff.get("cold_ms") and tt.get("cold_ms"):
+            e["cold_ratio"] = ff["cold_ms"] / tt["cold_ms"]
+        e["within"] = e["ratio"] <= limit
+        entries.append(e)
+    return entries, errors
+
+
+def markdown(entries):
+    lines = ["| case | pass | dtype | fftconv ms | torch ms | ratio | cold ratio | rel-L2 |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for e in entries:
+        cold = f"{e['cold_ratio']:.3f}" if "cold_ratio" in e else "-"
+        rel = f"{e['rel_err']:.1e}" if e.get("rel_err") is not None else "-"
+        lines.append(f"| {e['name']} | {e['pass']} | {e['dtype']} | {e['fftconv_ms']:.4f} | "
+                     f"{e['torch_ms']:.4f} | {e['ratio']:.3f} | {cold} | {rel} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("inputs", nargs="+", metavar="TORCH_OPS.json")
+    ap.add_argument("--out", required=True, metavar="parity.json")
+    ap.add_argument("--markdown", metavar="FILE.md", help="also write the table as Markdown")
+    ap.add_argument("--limit", type=float, default=1.03,
+                    help="largest fftconv / torch time ratio that counts as parity (1.03)")
+    args = ap.parse_args(argv)
+    entries, errors = parity(load(args.inputs), args.limit)
+    above = [e for e in entries if not e["within"]]
+    worst = max(entries, key=lambda e: e["ratio"], default=None)
+    summary = {"entries": len(entries), "limit": args.limit, "above_limit": len(above),
+               "errors": len(errors),
+               "worst": None if worst is None else
+               {k: worst[k] for k in ("name", "pass", "dtype", "ratio")}}
+    with open(args.out, "w") as f:
+        json.dump({"summary": summary, "entries": entries, "errors": errors,
+                   "inputs": args.inputs}, f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(entries))
+    print(f"parity: {len(entries)} entries, {len(above)} above {args.limit}, "
+          f"{len(errors)} failed" +
+          (f"; worst {worst['name']} {worst['pass']} {worst['dtype']} {worst['ratio']:.3f}"
+           if worst else ""))
+    for e in above:
+        print(f"  above: {e['name']} {e['pass']} {e['dtype']} {e['ratio']:.3f} "
+              f"({e['fftconv_ms']:.4f} against {e['torch_ms']:.4f} ms)")
+    for e in errors:
+        print(f"  failed: {e['name']} {e['pass']} {e['dtype']}: {e['message']}")
+    return 1 if above or errors or not entries else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
