@@ -8,7 +8,11 @@ For each suite row (fp32 forward, Auto), the host time per enqueued call of, in 
 interleaved round by round:
 
   engine_c_api      fftconv_forward of libfftconv.so through ctypes, on torch's tensors and
-                    stream (the engine's own call; ctypes adds about a microsecond)
+                    stream, the pointers converted once before the rounds
+  c_api_null        the same ctypes call with a null plan (the engine returns at its first
+                    check): what ctypes and the Python call add to engine_c_api
+  engine_cpp        engine_c_api - c_api_null, the engine's own call as C++ makes it; the
+                    overheads (overhead_us) are relative to it
   op_frozen         torch.ops.fftconv.conv2d with a fixed filter (requires_grad False: the plan
                     keeps its spectrum)
   op_no_grad        torch.ops.fftconv.conv2d under no_grad, the filter given per call
@@ -48,7 +52,7 @@ class Options(ctypes.Structure):
                 ("tuning_cache", ctypes.c_char_p), ("fft_h", ctypes.c_int64),
                 ("fft_w", ctypes.c_int64), ("gemm_kernel", ctypes.c_char_p),
                 ("cudnn_algo", ctypes.c_char_p), ("cudnn_search", ctypes.c_int),
-                ("check_pointers", ctypes.c_int)]
+                ("check_pointers", ctypes.c_int), ("kept_separable", ctypes.c_int)]
 
 
 def rows(path, pattern):
@@ -106,9 +110,15 @@ def main(argv=None):
         op = torch.ops.fftconv.conv2d.default
         direct = fftconv.functional._conv2d_direct
 
+        ptrs = [ctypes.c_void_p(t.data_ptr()) for t in (x, w, y, ws)]
+        fwd = lib.fftconv_forward
+        pv, sv, nb = plan, ctypes.c_void_p(stream), wsb.value
+
         def engine():
-            lib.fftconv_forward(plan, x.data_ptr(), w.data_ptr(), None, y.data_ptr(),
-                                ws.data_ptr(), wsb.value, stream)
+            fwd(pv, ptrs[0], ptrs[1], None, ptrs[2], ptrs[3], nb, sv)
+
+        def null_call():
+            fwd(None, ptrs[0], ptrs[1], None, ptrs[2], ptrs[3], nb, sv)
 
         def no_grad(f):
             def g():
@@ -118,6 +128,7 @@ def main(argv=None):
 
         calls = {
             "engine_c_api": engine,
+            "c_api_null": null_call,
             "op_frozen": lambda: op(x, w, None, *lists, "auto"),
             "op_no_grad": no_grad(lambda: op(x, wg, None, *lists, "auto")),
             "direct_no_grad": no_grad(lambda: direct(x, wg, None, *lists, "auto")),
@@ -139,12 +150,16 @@ def main(argv=None):
                     samples[k].append((t1 - t0) / args.batch * 1e6)
         torch.cuda.synchronize()
         med = {k: statistics.median(v) for k, v in samples.items()}
+        med["engine_cpp"] = med["engine_c_api"] - med["c_api_null"]
         entry = {"name": name, "desc": d, "host_us": med,
-                 "overhead_us": {k: v - med["engine_c_api"] for k, v in med.items()},
+                 "overhead_us": {k: v - med["engine_cpp"] for k, v in med.items()
+                                 if k not in ("c_api_null", "engine_c_api", "engine_cpp")},
                  "plan": lib.fftconv_plan_describe(plan).decode()}
         results.append(entry)
         lib.fftconv_plan_destroy(plan)
         print(f"{name:28s} " + " ".join(f"{k}={v:6.1f}" for k, v in med.items()), flush=True)
+        print(f"{'':28s} above engine_cpp: "
+              + " ".join(f"{k}={v:5.1f}" for k, v in entry["overhead_us"].items()), flush=True)
     out = {"context": {"torch": torch.__version__, "device": torch.cuda.get_device_name(),
                        "batch": args.batch, "rounds": args.rounds, "statistic": "median",
                        "unit": "us per call"}, "rows": results}
