@@ -98,6 +98,8 @@ typedef struct fftconv_options {
   int check_pointers;      /* GPU plans: reject pointers that are not device memory (default 1) */
   int kept_separable;      /* Auto GPU plans: run kept low-rank filters as 1-D passes where
                               cheaper (default 1); see fftconv::Options::kept_separable */
+  int graph_replay;        /* GPU plans: replay a call with pointers seen before as one CUDA
+                              graph (default 1); see fftconv::Options::graph_replay */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;

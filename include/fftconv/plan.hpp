@@ -83,6 +83,10 @@ class FFTCONV_API Plan {
   bool has_filter() const;
   /// Device bytes the kept filter holds (0 when none).
   std::size_t filter_bytes() const;
+  /// CUDA graphs the plan holds for pointer sets it has seen twice (Options::graph_replay; at
+  /// most 64, the least recently used dropped first). set_filter() and clear_filter() drop them,
+  /// after waiting for the launches that read the kept filter.
+  std::size_t replay_graphs() const;
 
   /// Runs forward() `iters` times after one warm-up, timing every stage with CUDA events, and
   /// returns the median per stage. Synchronises the stream: for diagnosis and benchmarks, not the

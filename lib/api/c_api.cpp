@@ -115,6 +115,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.cudnn_search = 0;
   o.check_pointers = 1;
   o.kept_separable = 1;
+  o.graph_replay = 1;
   return o;
 }
 
@@ -160,6 +161,7 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       o.cudnn_search = static_cast<fftconv::CudnnSearch>(options->cudnn_search);
       o.check_pointers = options->check_pointers != 0;
       o.kept_separable = options->kept_separable != 0;
+      o.graph_replay = options->graph_replay != 0;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

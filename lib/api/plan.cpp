@@ -8,6 +8,7 @@
 #include "algos/cudnn/cudnn_conv.h"
 #include "algos/registry.h"
 #include "api/args_check.h"
+#include "api/graph_replay.h"
 #include "core/check.h"
 #include "gemm/cgemm.h"
 
@@ -26,6 +27,8 @@ struct Plan::Impl {
   Options options;
   PlanInfo info;
   std::unique_ptr<detail::ConvAlgo> algo;
+  // After algo: destroyed first, waiting for the replays that read its kept filter.
+  std::unique_ptr<detail::GraphReplay> replay;
   // The device whose memory every pointer argument must be (kNoPointerCheck: not asked).
   int pointer_device = detail::kNoPointerCheck;
   std::mutex enqueue_mutex;
@@ -74,6 +77,9 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
   impl_->desc = desc;
   impl_->options = options;
   impl_->algo = detail::build_algorithm(desc, options, &impl_->info);
+  impl_->replay = std::make_unique<detail::GraphReplay>(options.graph_replay &&
+                                                        impl_->info.backend == Backend::kGpu &&
+                                                        impl_->info.algo != Algo::kCudnn);
   if (impl_->info.backend == Backend::kGpu && options.check_pointers) {
     FFTCONV_CUDA_CHECK(cudaGetDevice(&impl_->pointer_device));
   }
@@ -112,17 +118,17 @@ std::string Plan::describe() const {
 
 namespace {
 
-// Checks a forward call's arguments (nothing is enqueued when they are wrong) and packs them.
 // Checks a call's arguments with `check` under the plan's lock (the check may read whether a
-// filter is kept), then enqueues it; when they are wrong nothing is enqueued.
+// filter is kept), then enqueues it, as a graph replay where it can; when they are wrong
+// nothing is enqueued.
 template <typename Check>
-void run_checked(std::mutex& mu, detail::ConvAlgo& algo, const detail::RunArgs& args,
-                 cudaStream_t stream, Check&& check) {
+void run_checked(std::mutex& mu, detail::ConvAlgo& algo, detail::GraphReplay& replay,
+                 const detail::RunArgs& args, cudaStream_t stream, Check&& check) {
   std::lock_guard<std::mutex> lock(mu);
   std::string why;
   const Status st = check(algo, &why);
   if (st != Status::kSuccess) throw Error(st, why);
-  algo.run(args, stream, nullptr);
+  if (!replay.run(algo, args, stream, algo.has_filter())) algo.run(args, stream, nullptr);
 }
 
 }  // namespace
@@ -132,7 +138,8 @@ void Plan::forward(const void* x, const void* w, const void* bias, void* y, void
   require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward");
   const ConvDesc& d = impl_->desc;
   const int dev = impl_->pointer_device;
-  run_checked(impl_->enqueue_mutex, *impl_->algo, {x, w, nullptr, bias, y, workspace}, stream,
+  run_checked(impl_->enqueue_mutex, *impl_->algo, *impl_->replay,
+              {x, w, nullptr, bias, y, workspace}, stream,
               [&](const detail::ConvAlgo& a, std::string* why) {
                 return detail::check_forward_args(d, x, w, bias, y, workspace, workspace_bytes,
                                                   a.workspace_size(), a.has_filter(), why, dev);
@@ -143,7 +150,8 @@ void Plan::backward_data(const void* dy, const void* w, void* dx, void* workspac
                          std::size_t workspace_bytes, cudaStream_t stream) const {
   require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardData, "backward_data");
   const ConvDesc& d = impl_->desc;
-  run_checked(impl_->enqueue_mutex, *impl_->algo, {nullptr, w, dy, nullptr, dx, workspace}, stream,
+  run_checked(impl_->enqueue_mutex, *impl_->algo, *impl_->replay,
+              {nullptr, w, dy, nullptr, dx, workspace}, stream,
               [&](const detail::ConvAlgo& a, std::string* why) {
                 return detail::check_backward_data_args(d, dy, w, dx, workspace, workspace_bytes,
                                                         a.workspace_size(), a.has_filter(), why,
@@ -157,13 +165,13 @@ void Plan::backward_filter(const void* x, const void* dy, void* dw, void* worksp
   require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardFilter, "backward_filter");
   const ConvDesc& d = impl_->desc;
   const DType dw_dtype = impl_->options.dw_fp32 ? DType::kF32 : d.dtype;
-  run_checked(
-      impl_->enqueue_mutex, *impl_->algo, {x, nullptr, dy, nullptr, dw, workspace, alpha, beta},
-      stream, [&](const detail::ConvAlgo& a, std::string* why) {
-        return detail::check_backward_filter_args(d, x, dy, dw, dw_dtype, alpha, beta, workspace,
-                                                  workspace_bytes, a.workspace_size(), why,
-                                                  impl_->pointer_device);
-      });
+  run_checked(impl_->enqueue_mutex, *impl_->algo, *impl_->replay,
+              {x, nullptr, dy, nullptr, dw, workspace, alpha, beta}, stream,
+              [&](const detail::ConvAlgo& a, std::string* why) {
+                return detail::check_backward_filter_args(
+                    d, x, dy, dw, dw_dtype, alpha, beta, workspace, workspace_bytes,
+                    a.workspace_size(), why, impl_->pointer_device);
+              });
 }
 
 void Plan::set_filter(const void* w, cudaStream_t stream) {
@@ -185,11 +193,13 @@ void Plan::set_filter(const void* w, cudaStream_t stream) {
     }
   }
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  impl_->replay->reset();
   impl_->algo->set_filter(w, stream);
 }
 
 void Plan::clear_filter() {
   std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  impl_->replay->reset();
   impl_->algo->clear_filter();
 }
 
@@ -203,6 +213,11 @@ std::size_t Plan::filter_bytes() const {
   return impl_->algo->filter_bytes();
 }
 
+std::size_t Plan::replay_graphs() const {
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  return impl_->replay->graphs();
+}
+
 std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const void* bias,
                                              void* y, void* workspace, std::size_t workspace_bytes,
                                              cudaStream_t stream, int iters) const {
@@ -213,8 +228,7 @@ std::vector<StageTime> Plan::profile_forward(const void* x, const void* w, const
   const detail::ConvAlgo& a = *impl_->algo;
   const Status st =
       detail::check_forward_args(impl_->desc, x, w, bias, y, workspace, workspace_bytes,
-                                 a.workspace_size(), a.has_filter(), &why,
-                                 impl_->pointer_device);
+                                 a.workspace_size(), a.has_filter(), &why, impl_->pointer_device);
   if (st != Status::kSuccess) throw Error(st, why);
   return impl_->algo->profile_forward({x, w, nullptr, bias, y, workspace}, stream, iters);
 }

@@ -208,6 +208,7 @@ TEST(HostBackend, KeptFilterMatchesPerCallFilter) {
   std::vector<float> kept = poisoned(d.y_elems());
   plan.forward(p.x.data(), nullptr, p.bias_ptr(), kept.data(), nullptr, 0, nullptr);
   EXPECT_EQ(kept, per_call);  // the same arithmetic on the same spectra
+  EXPECT_EQ(plan.replay_graphs(), 0u);  // host plans run their calls directly
   EXPECT_TRUE(testing::compare(kept, p.ref).pass(testing::tolerance(DType::kF32)));
   // A per-call filter still wins over the kept one, and leaves the kept one intact.
   const std::vector<float> other = testing::random_values(d.w_elems(), 99, DType::kF32);

@@ -276,5 +276,87 @@ TEST(Runtime, CApiEndToEnd) {
   EXPECT_EQ(fftconv_plan_destroy(plan), FFTCONV_STATUS_SUCCESS);
 }
 
+// Calls with pointers seen before replay one CUDA graph per pointer set (Options::graph_replay):
+// the same bits as a plan that never replays, over more pointer sets than a plan keeps graphs
+// for, and none inside the caller's own capture.
+TEST(Runtime, RepeatedPointersReplayAGraph) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 16, true);
+  Options o;
+  o.algo = Algo::kFft;
+  const Plan plan(d, o);
+  Options off = o;
+  off.graph_replay = false;
+  const Plan direct(d, off);
+  cudaStream_t s;
+  testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  testing::DeviceBuffer ws(plan.workspace_size()), y_direct(4 * d.y_elems());
+  std::vector<float> expected(d.y_elems()), out(d.y_elems());
+  for (int i = 0; i < 3; ++i) {
+    direct.forward(p.x.get(), p.w.get(), p.bias.get(), y_direct.get(), ws.get(), ws.bytes(), s);
+  }
+  testing::cuda_check(cudaStreamSynchronize(s), "sync");
+  y_direct.download(expected.data(), 4 * expected.size());
+  EXPECT_EQ(direct.replay_graphs(), 0u);
+  ASSERT_TRUE(testing::compare(expected, p.ref).pass(1e-5));
+
+  constexpr int kKept = 64, kSets = kKept + 4;  // four more than the plan keeps graphs for
+  std::vector<testing::DeviceBuffer> ys;
+  for (int i = 0; i < kSets; ++i) ys.emplace_back(4 * d.y_elems());
+  auto round = [&](int first, int last) {
+    for (int i = first; i < last; ++i) {
+      ys[i].poison();
+      plan.forward(p.x.get(), p.w.get(), p.bias.get(), ys[i].get(), ws.get(), ws.bytes(), s);
+    }
+    testing::cuda_check(cudaStreamSynchronize(s), "sync");
+    for (int i = first; i < last; ++i) {
+      ys[i].download(out.data(), 4 * out.size());
+      EXPECT_EQ(std::memcmp(out.data(), expected.data(), 4 * out.size()), 0) << "output " << i;
+    }
+  };
+  round(0, kKept);  // first sight of each set: the stages
+  EXPECT_EQ(plan.replay_graphs(), 0u);
+  round(0, kKept);  // second: captured and launched
+  EXPECT_EQ(plan.replay_graphs(), std::size_t(kKept));
+  round(0, kKept);  // third: replayed
+  round(kKept, kSets);
+  round(kKept, kSets);  // four new graphs replace the least recently used
+  EXPECT_EQ(plan.replay_graphs(), std::size_t(kKept));
+  round(0, kSets);
+  // Inside the caller's capture the stages are captured as they are.
+  const auto err = testing::compare(forward_in_graph(plan, p, p.w.get(), p.bias.get(), 2), p.ref);
+  EXPECT_TRUE(err.pass(1e-5)) << err.to_string();
+  cudaStreamDestroy(s);
+}
+
+// alpha and beta are part of what a backward-filter graph was captured with.
+TEST(Runtime, BackwardFilterReplaysPerScale) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const BwdProblem p(d, 17);
+  Options o = with_pass(Options{}, Pass::kBackwardFilter);
+  o.algo = Algo::kFft;
+  const Plan plan(d, o);
+  Options off = o;
+  off.graph_replay = false;
+  const Plan direct(d, off);
+  testing::DeviceBuffer ws(plan.workspace_size()), dw(4 * d.w_elems()), dw_direct(4 * d.w_elems());
+  std::vector<float> got(d.w_elems()), want(d.w_elems());
+  for (const float alpha : {1.0f, 2.0f, 0.5f}) {
+    for (int i = 0; i < 3; ++i) {
+      plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, alpha,
+                           0.0f);
+    }
+    direct.backward_filter(p.x.get(), p.dy.get(), dw_direct.get(), ws.get(), ws.bytes(), nullptr,
+                           alpha, 0.0f);
+    testing::cuda_check(cudaDeviceSynchronize(), "sync");
+    dw.download(got.data(), 4 * got.size());
+    dw_direct.download(want.data(), 4 * want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0) << "alpha " << alpha;
+  }
+  EXPECT_EQ(plan.replay_graphs(), 3u);
+}
+
 }  // namespace
 }  // namespace fftconv::gputest

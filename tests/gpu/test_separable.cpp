@@ -198,6 +198,42 @@ TEST(Separable, PhotoAndRankFour) {
   EXPECT_LE(s.err.rel_l2, 1e-5) << s.err.to_string() << " " << s.describe;
 }
 
+// Replays follow the kept filter: a Gaussian runs as one kernel (no graph), a random filter of
+// the same shape on the plan's FFT path (replayed), and the Gaussian again as one kernel, each
+// exact on the same input and output pointers.
+TEST(Separable, ReplayFollowsTheKeptFilter) {
+  FFTCONV_REQUIRE_GPU();
+  ConvDesc d;
+  d.n = 4;
+  d.c = d.k = 1;
+  d.h = d.w = 96;
+  d.r = d.s = 45;
+  d.pad_h = d.pad_w = 22;
+  const Problem gauss(d, 18, true, testing::gaussian_filter(d, 7.0));
+  const Problem random(d, 18, true);  // the same input and bias values
+  Plan plan(d, Options{});
+  testing::DeviceBuffer y(4 * d.y_elems()), ws(plan.workspace_size());
+  std::vector<float> out(d.y_elems());
+  auto run = [&](const Problem& filter, std::size_t graphs) {
+    plan.set_filter(filter.w.get(), nullptr);
+    for (int i = 0; i < 3; ++i) {
+      y.poison();
+      plan.forward(gauss.x.get(), nullptr, gauss.bias.get(), y.get(), ws.get(), ws.bytes(),
+                   nullptr);
+    }
+    testing::cuda_check(cudaDeviceSynchronize(), "sync");
+    y.download(out.data(), 4 * out.size());
+    const testing::ErrorStats err = testing::compare(out, filter.ref);
+    EXPECT_LE(err.rel_l2, 1e-5) << err.to_string() << " " << plan.describe();
+    EXPECT_EQ(plan.replay_graphs(), graphs) << plan.describe();
+  };
+  run(gauss, 0);
+  EXPECT_NE(plan.describe().find("kept filter: separable"), std::string::npos) << plan.describe();
+  run(random, 1);
+  EXPECT_NE(plan.describe().find("not separable"), std::string::npos) << plan.describe();
+  run(gauss, 0);
+}
+
 TEST(Separable, GraphCaptureOfAKeptFilter) {
   FFTCONV_REQUIRE_GPU();
   ConvDesc d;
