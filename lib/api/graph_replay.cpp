@@ -105,8 +105,7 @@ cudaGraphExec_t GraphReplay::capture(ConvAlgo& algo, const RunArgs& args) {
   }
   std::size_t nodes = 0;
   cudaGraphExec_t exec = nullptr;
-  // One node: launching the graph costs what launching the kernel does.
-  if (cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess && nodes >= 2 &&
+  if (cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess && nodes >= min_nodes_ &&
       cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
     exec = nullptr;
   }

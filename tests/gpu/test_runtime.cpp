@@ -330,6 +330,27 @@ TEST(Runtime, RepeatedPointersReplayAGraph) {
   cudaStreamDestroy(s);
 }
 
+// cuDNN's call is replayed too (one node is enough there: its host cost is far above a launch's).
+TEST(Runtime, CudnnCallsReplay) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 19, true);
+  Options o;
+  o.algo = Algo::kCudnn;
+  const Plan plan(d, o);
+  testing::DeviceBuffer ws(plan.workspace_size()), y(4 * d.y_elems());
+  std::vector<float> first(d.y_elems()), out(d.y_elems());
+  for (int i = 0; i < 4; ++i) {
+    y.poison();
+    plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), ws.bytes(), nullptr);
+    testing::cuda_check(cudaDeviceSynchronize(), "sync");
+    y.download((i == 0 ? first : out).data(), 4 * out.size());
+    if (i > 0) EXPECT_EQ(std::memcmp(out.data(), first.data(), 4 * out.size()), 0) << "call " << i;
+  }
+  EXPECT_EQ(plan.replay_graphs(), 1u) << plan.describe();
+  EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5)) << plan.describe();
+}
+
 // alpha and beta are part of what a backward-filter graph was captured with.
 TEST(Runtime, BackwardFilterReplaysPerScale) {
   FFTCONV_REQUIRE_GPU();
