@@ -99,17 +99,20 @@ cudaGraphExec_t GraphReplay::capture(ConvAlgo& algo, const RunArgs& args) {
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &graph);
   if (!ran || ended != cudaSuccess || !graph) {
-    cudaGetLastError();
+    if (ended != cudaSuccess) cudaGetLastError();
     if (graph) cudaGraphDestroy(graph);
     return nullptr;
   }
+  // cudaGetLastError only after a call of ours failed: an error the caller has not read yet is
+  // left for the caller.
   std::size_t nodes = 0;
   cudaGraphExec_t exec = nullptr;
-  if (cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess && nodes >= min_nodes_ &&
-      cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+  if (cudaGraphGetNodes(graph, nullptr, &nodes) != cudaSuccess) {
+    cudaGetLastError();
+  } else if (nodes >= min_nodes_ && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+    cudaGetLastError();
     exec = nullptr;
   }
-  cudaGetLastError();
   cudaGraphDestroy(graph);
   if (exec) declined_ = false;
   return exec;
