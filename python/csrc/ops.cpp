@@ -20,6 +20,7 @@
 #endif
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "algos/registry.h"
@@ -119,6 +120,16 @@ bool is_capturing(Backend backend, cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// On the CPU under Auto, filters whose dilated extent is at most this on both sides go to aten:
+// PyTorch's CPU convolution (oneDNN) beats the host FFT there, whose transforms cost about a
+// millisecond at least on the 2-core CI machine (3x3 to 11x11: slower in 20 of 25 cases, up to
+// 20x; 15x15 and more: faster in 13 of 15, up to 33x; data/results/cpu-2core/2026-12-03-host-fft).
+constexpr std::int64_t kHostFftMinExtent = 12;
+
+bool small_for_host_fft(const ConvDesc& d) {
+  return d.dil_h * (d.r - 1) + 1 < kHostFftMinExtent && d.dil_w * (d.s - 1) + 1 < kHostFftMinExtent;
+}
+
 std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, Backend backend) {
   auto e = std::make_shared<PlanEntry>();
   Options o;
@@ -127,7 +138,9 @@ std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, 
   o.backend = backend;
   o.check_pointers = false;  // torch has checked the tensors' devices
   const bool auto_gpu = backend == Backend::kGpu && algo == Algo::kAuto;
-  if (auto_gpu && detail::auto_first_choice(d, o) == Algo::kCudnn) {
+  const bool auto_cpu = backend == Backend::kCpu && algo == Algo::kAuto;
+  if ((auto_gpu && detail::auto_first_choice(d, o) == Algo::kCudnn) ||
+      (auto_cpu && small_for_host_fft(d))) {
     e->use_aten = true;
     return e;
   }

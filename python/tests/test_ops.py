@@ -171,6 +171,17 @@ def test_float64_goes_to_aten(device):
     assert rel_l2(fftconv.conv2d(x, w, padding=1), F.conv2d(x, w, padding=1)) <= 1e-12
 
 
+def test_small_kernels_on_the_cpu_go_to_aten():
+    """Auto on the CPU gives filters of dilated extent <= 11 to PyTorch's own convolution,
+    which is faster than the host FFT there: the very same result as F.conv2d."""
+    x = torch.randn(2, 4, 20, 20)
+    for w, kw in ((torch.randn(6, 4, 3, 3), dict(padding=1)),
+                  (torch.randn(6, 4, 11, 1), dict(padding=(5, 0))),
+                  (torch.randn(6, 2, 4, 4), dict(padding=4, dilation=3, groups=2))):
+        b = torch.randn(6)
+        assert torch.equal(fftconv.conv2d(x, w, b, **kw), F.conv2d(x, w, b, **kw)), kw
+
+
 # ---- F.conv2d's argument forms and errors --------------------------------------------------------
 
 @pytest.mark.parametrize("device", DEVICES)
