@@ -36,7 +36,9 @@
 # filters (bench/torch_filters.py: Gaussian blurs against kornia, torchvision and F.conv2d:
 # filters.json; FFTCONV_FILTERS_ARGS appended), parity (bench/torch_ops.py on suite.csv and
 # bench/parity_small.csv, three passes and dtypes, then bench/parity.py: parity.json and
-# parity.md; FFTCONV_PARITY_ARGS appended to torch_ops.py's; not by default).
+# parity.md; FFTCONV_PARITY_SHAPES replaces the two CSV files, e.g. with bench/parity_small.csv
+# alone where the suite rows are measured already; FFTCONV_PARITY_ARGS appended to torch_ops.py's;
+# not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -369,7 +371,7 @@ fi
 if step parity; then
   # Auto against F.conv2d on the suite and the small kernels (issue: Auto never loses).
   PYTHONPATH="$PKG_PATH${PYTHONPATH:+:$PYTHONPATH}" limited parity python3 bench/torch_ops.py \
-    --shapes data/shapes/suite.csv bench/parity_small.csv --passes fwd,dgrad,wgrad \
+    --shapes ${FFTCONV_PARITY_SHAPES:-data/shapes/suite.csv bench/parity_small.csv} --passes fwd,dgrad,wgrad \
     --dtypes f32,f16,bf16 --host-calls 0 ${FFTCONV_PARITY_ARGS:-} --out "$OUT/parity-ops.json" \
     >"$OUT/parity-ops.txt" 2>&1 || status=1
   python3 bench/parity.py "$OUT/parity-ops.json" --out "$OUT/parity.json" \
