@@ -122,11 +122,12 @@ struct Options {
   /// the filter is not read back. false: never. Algo::kSeparable forces the path (kept low-rank
   /// filters only).
   bool kept_separable = true;
-  /// GPU plans: the second call with the same pointers (and alpha, beta) captures the pass into
-  /// a CUDA graph on a private stream, and every later call with them launches that graph: one
-  /// launch instead of the pass's five to ten kernels and cuFFT executions (or cuDNN's call), a
-  /// few microseconds of host time instead of tens. A pass of our own that captures as one node
-  /// (a launch costs what the graph's would), or whose capture fails, runs its stages. Up to 64
+  /// GPU plans of the FFT, tiled, fused and separable paths: the second call with the same
+  /// pointers (and alpha, beta) captures the pass into a CUDA graph on a private stream, and
+  /// every later call with them launches that graph: one launch instead of the pass's five to
+  /// ten kernels and cuFFT executions, a few microseconds of host time instead of tens. A pass
+  /// that captures as one node (a launch costs what the graph's would), or whose capture fails,
+  /// runs its stages; so do cuDNN plans (a graph would outlive the capturing thread's handle). Up to 64
   /// pointer sets per plan keep a graph (Plan::replay_graphs()); other calls, and calls on a
   /// stream that is being captured, enqueue the stages as before. Results are the same either
   /// way. false: never.

@@ -78,6 +78,9 @@ bool GraphReplay::run(ConvAlgo& algo, const RunArgs& args, cudaStream_t stream, 
 }
 
 cudaGraphExec_t GraphReplay::capture(ConvAlgo& algo, const RunArgs& args) {
+  // An error the caller has not read yet would surface inside the capture and be taken by it:
+  // leave it to the direct call (and the caller), and capture another time.
+  if (cudaPeekAtLastError() != cudaSuccess) return nullptr;
   // Any failure gives replay up for this plan (until reset): its calls run the stages.
   declined_ = true;
   if (!capture_stream_ &&
@@ -109,7 +112,8 @@ cudaGraphExec_t GraphReplay::capture(ConvAlgo& algo, const RunArgs& args) {
   cudaGraphExec_t exec = nullptr;
   if (cudaGraphGetNodes(graph, nullptr, &nodes) != cudaSuccess) {
     cudaGetLastError();
-  } else if (nodes >= min_nodes_ && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+  } else if (nodes >= 2 && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+    // (One node: launching the graph costs what launching the kernel does.)
     cudaGetLastError();
     exec = nullptr;
   }

@@ -7,8 +7,6 @@
 // (thread-local capture: nothing runs), instantiates it and launches the graph; later calls with
 // those pointers launch it again, one cudaGraphLaunch instead of the whole sequence. A call with
 // new pointers, or on a stream that is itself being captured, enqueues the stages as before.
-// cuDNN's calls are captured the same way (PyTorch's CUDA graphs rely on that); a capture that
-// fails gives replay up for the plan.
 #pragma once
 
 #include <array>
@@ -23,10 +21,8 @@ namespace fftconv::detail {
 
 class GraphReplay {
  public:
-  /// `enabled` false: run() always declines. `min_nodes`: a capture of fewer nodes is not
-  /// replayed (2 for our own kernels, whose launch costs what a one-node graph's does; 1 for
-  /// cuDNN, whose call costs the host far more than a launch).
-  GraphReplay(bool enabled, std::size_t min_nodes) : enabled_(enabled), min_nodes_(min_nodes) {}
+  /// `enabled` false: run() always declines.
+  explicit GraphReplay(bool enabled) : enabled_(enabled) {}
   ~GraphReplay();
   GraphReplay(const GraphReplay&) = delete;
   GraphReplay& operator=(const GraphReplay&) = delete;
@@ -42,8 +38,8 @@ class GraphReplay {
 
   /// Graphs instantiated so far that are still cached (tests and describe()).
   std::size_t graphs() const { return count_; }
-  /// Whether replay is on and was not given up for this plan (a capture failed, or captured
-  /// fewer than min_nodes nodes).
+  /// Whether replay is on and was not given up for this plan (a capture failed, or the pass is
+  /// a single node: a graph launch costs as much as the kernel's).
   bool active() const { return enabled_ && !declined_; }
 
  private:
@@ -67,7 +63,6 @@ class GraphReplay {
   cudaGraphExec_t capture(ConvAlgo& algo, const RunArgs& args);
 
   bool enabled_;
-  std::size_t min_nodes_;
   bool declined_ = false;
   cudaStream_t capture_stream_ = nullptr;
   std::array<Slot, kSlots> slots_{};

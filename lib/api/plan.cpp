@@ -77,9 +77,11 @@ Plan::Plan(const ConvDesc& desc, const Options& options) : impl_(std::make_uniqu
   impl_->desc = desc;
   impl_->options = options;
   impl_->algo = detail::build_algorithm(desc, options, &impl_->info);
-  impl_->replay = std::make_unique<detail::GraphReplay>(
-      options.graph_replay && impl_->info.backend == Backend::kGpu,
-      impl_->info.algo == Algo::kCudnn ? 1 : 2);
+  // Not cuDNN's calls: a graph captured from one would use the capturing thread's handle
+  // (cudnn_algo.cpp keeps one per thread) after that thread may have ended.
+  impl_->replay = std::make_unique<detail::GraphReplay>(options.graph_replay &&
+                                                        impl_->info.backend == Backend::kGpu &&
+                                                        impl_->info.algo != Algo::kCudnn);
   if (impl_->info.backend == Backend::kGpu && options.check_pointers) {
     FFTCONV_CUDA_CHECK(cudaGetDevice(&impl_->pointer_device));
   }
