@@ -49,16 +49,30 @@ bool GraphReplay::run(ConvAlgo& algo, const RunArgs& args, cudaStream_t stream, 
   }
   if (!hit) {
     // First sight of these pointers: run the stages, remember the set. Second: capture.
-    bool seen = false;
-    for (std::size_t i = 0; i < seen_count_ && !seen; ++i) seen = seen_[i] == key;
+    Seen* seen = nullptr;
+    for (std::size_t i = 0; i < seen_count_ && !seen; ++i) {
+      if (seen_[i].key == key) seen = &seen_[i];
+    }
     if (!seen) {
-      seen_[seen_next_] = key;
+      seen_[seen_next_] = Seen{key, false};
       seen_next_ = (seen_next_ + 1) % kSlots;
       if (seen_count_ < kSlots) ++seen_count_;
       return false;
     }
+    if (seen->no_graph) return false;
+    // An error the caller has not read yet would surface inside the capture and be taken by
+    // it: leave it to the direct call (and the caller), and capture another time.
+    if (cudaPeekAtLastError() != cudaSuccess) return false;
     const cudaGraphExec_t exec = capture(algo, args);
-    if (!exec) return false;
+    if (!exec) {
+      // This set runs its stages from now on (e.g. a one-kernel call with the kept filter,
+      // where the plan's calls with a per-call filter replay); a plan none of whose sets
+      // captures gives replay up.
+      seen->no_graph = true;
+      if (++failures_ >= kMaxFailures && !captured_) declined_ = true;
+      return false;
+    }
+    captured_ = true;
     if (count_ < kSlots) {
       hit = &slots_[count_++];
     } else {
@@ -78,11 +92,6 @@ bool GraphReplay::run(ConvAlgo& algo, const RunArgs& args, cudaStream_t stream, 
 }
 
 cudaGraphExec_t GraphReplay::capture(ConvAlgo& algo, const RunArgs& args) {
-  // An error the caller has not read yet would surface inside the capture and be taken by it:
-  // leave it to the direct call (and the caller), and capture another time.
-  if (cudaPeekAtLastError() != cudaSuccess) return nullptr;
-  // Any failure gives replay up for this plan (until reset): its calls run the stages.
-  declined_ = true;
   if (!capture_stream_ &&
       cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking) != cudaSuccess) {
     capture_stream_ = nullptr;
@@ -118,7 +127,6 @@ cudaGraphExec_t GraphReplay::capture(ConvAlgo& algo, const RunArgs& args) {
     exec = nullptr;
   }
   cudaGraphDestroy(graph);
-  if (exec) declined_ = false;
   return exec;
 }
 
@@ -128,6 +136,8 @@ void GraphReplay::reset() noexcept {
   slots_ = {};
   count_ = 0;
   seen_count_ = seen_next_ = 0;
+  failures_ = 0;
+  captured_ = false;
   declined_ = false;
 }
 

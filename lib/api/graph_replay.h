@@ -38,8 +38,9 @@ class GraphReplay {
 
   /// Graphs instantiated so far that are still cached (tests and describe()).
   std::size_t graphs() const { return count_; }
-  /// Whether replay is on and was not given up for this plan (a capture failed, or the pass is
-  /// a single node: a graph launch costs as much as the kernel's).
+  /// Whether replay is on and was not given up for this plan (kMaxFailures pointer sets got no
+  /// graph, none did: a capture failed, or the pass is a single node, whose launch costs what a
+  /// graph's does).
   bool active() const { return enabled_ && !declined_; }
 
  private:
@@ -52,6 +53,10 @@ class GraphReplay {
     bool operator==(const Key& o) const {
       return ptr == o.ptr && alpha == o.alpha && beta == o.beta;
     }
+  };
+  struct Seen {
+    Key key;
+    bool no_graph = false;  // its capture failed or was one node: runs the stages
   };
   struct Slot {
     Key key;
@@ -67,9 +72,12 @@ class GraphReplay {
   cudaStream_t capture_stream_ = nullptr;
   std::array<Slot, kSlots> slots_{};
   std::size_t count_ = 0;
-  std::array<Key, kSlots> seen_{};
+  std::array<Seen, kSlots> seen_{};
   std::size_t seen_count_ = 0, seen_next_ = 0;
   std::uint64_t clock_ = 0;
+  static constexpr std::size_t kMaxFailures = 8;
+  std::size_t failures_ = 0;  // sets without a graph since the last reset
+  bool captured_ = false;     // a set got a graph since the last reset
   KeptFilterFence fence_;  // launches that read a kept filter
 };
 
