@@ -78,7 +78,7 @@ class GraphReplay {
   static constexpr std::size_t kMaxFailures = 8;
   std::size_t failures_ = 0;  // sets without a graph since the last reset
   bool captured_ = false;     // a set got a graph since the last reset
-  KeptFilterFence fence_;  // launches that read a kept filter
+  KeptFilterFence fence_;     // launches that read a kept filter
 };
 
 }  // namespace fftconv::detail
