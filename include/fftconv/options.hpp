@@ -125,7 +125,7 @@ struct Options {
   /// GPU plans of the FFT, tiled, fused and separable paths: the second call with the same
   /// pointers (and alpha, beta) captures the pass into a CUDA graph on a private stream, and
   /// every later call with them launches that graph: one launch instead of the pass's five to
-  /// ten kernels and cuFFT executions, a few microseconds of host time instead of tens. A pass
+  /// ten kernels and cuFFT executions, a few microseconds of host time instead of tens. A call
   /// that captures as one node (a launch costs what the graph's would), or whose capture fails,
   /// runs its stages; so do cuDNN plans (a graph would outlive the capturing thread's handle). Up to 64
   /// pointer sets per plan keep a graph (Plan::replay_graphs()); other calls, and calls on a
