@@ -130,7 +130,9 @@ void run_checked(std::mutex& mu, detail::ConvAlgo& algo, detail::GraphReplay& re
   std::string why;
   const Status st = check(algo, &why);
   if (st != Status::kSuccess) throw Error(st, why);
-  if (!replay.run(algo, args, stream, algo.has_filter())) algo.run(args, stream, nullptr);
+  // A launch reads the kept filter only where the call passes none (w == nullptr).
+  const bool kept = algo.has_filter() && args.w == nullptr;
+  if (!replay.run(algo, args, stream, kept)) algo.run(args, stream, nullptr);
 }
 
 }  // namespace

@@ -203,12 +203,7 @@ TEST(Separable, PhotoAndRankFour) {
 // exact on the same input and output pointers.
 TEST(Separable, ReplayFollowsTheKeptFilter) {
   FFTCONV_REQUIRE_GPU();
-  ConvDesc d;
-  d.n = 4;
-  d.c = d.k = 1;
-  d.h = d.w = 96;
-  d.r = d.s = 45;
-  d.pad_h = d.pad_w = 22;
+  const ConvDesc d = ConvDesc::parse("n4c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
   const Problem gauss(d, 18, true, testing::gaussian_filter(d, 7.0));
   const Problem random(d, 18, true);  // the same input and bias values
   Plan plan(d, Options{});
