@@ -45,6 +45,7 @@ struct CgemmOperands {
 enum class CgemmFamily {
   kRegTile,  ///< one thread per bin and register tile, operands straight from global memory
   kSmem,     ///< a block per 32 bins and output tile, operands staged through shared memory
+  kTensorCore,  ///< a block per 8 bins and output tile on TF32 tensor cores, 3xTF32 split
   kCublas,   ///< cublasCgemmStridedBatched over bins, with the layout changes it needs
   kCublas3m, ///< cublasCgemm3mStridedBatched, likewise
 };
@@ -53,12 +54,18 @@ enum class CgemmFamily {
 struct CgemmKernel {
   const char* name;
   CgemmFamily family;
-  int tile_m, tile_n;    ///< outputs per thread (own kernels)
+  int tile_m, tile_n;    ///< outputs per thread, or per MMA tile (tensor-core kernels)
   int block_m, block_n;  ///< outputs per block along m and n (own kernels)
   int threads;           ///< threads per block (own kernels)
   void (*launch)(const CgemmProblem&, const CgemmOperands&, cudaStream_t);  ///< own kernels only
+  /// Run once per runner, at plan time on the plan's device (kernel attributes); may throw
+  /// Error(kNotSupported) where the device cannot run the kernel. Null when there is nothing to do.
+  void (*prepare)() = nullptr;
 
-  bool own() const { return family == CgemmFamily::kRegTile || family == CgemmFamily::kSmem; }
+  bool own() const {
+    return family == CgemmFamily::kRegTile || family == CgemmFamily::kSmem ||
+           family == CgemmFamily::kTensorCore;
+  }
 };
 
 /// Every entry, own tilings first, in a fixed order: the only list (the tunings in lib/tuning
@@ -84,6 +91,7 @@ std::unique_ptr<CgemmRunner> make_cgemm_runner(const CgemmKernel& kernel);
 // Family lists, defined next to their kernels and joined by cgemm_kernels().
 const std::vector<CgemmKernel>& regtile_kernels();
 const std::vector<CgemmKernel>& smem_kernels();
+const std::vector<CgemmKernel>& tc_kernels();
 std::unique_ptr<CgemmRunner> make_cublas_runner(const CgemmKernel& kernel);
 
 }  // namespace fftconv::detail

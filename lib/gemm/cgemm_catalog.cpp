@@ -7,7 +7,9 @@ namespace {
 
 class OwnKernelRunner final : public CgemmRunner {
  public:
-  explicit OwnKernelRunner(const CgemmKernel& k) : kernel_(k) {}
+  explicit OwnKernelRunner(const CgemmKernel& k) : kernel_(k) {
+    if (k.prepare != nullptr) k.prepare();
+  }
   const CgemmKernel& kernel() const override { return kernel_; }
   std::size_t workspace_size(const CgemmProblem&) const override { return 0; }
   void run(const CgemmProblem& p, const CgemmOperands& op, void*, cudaStream_t stream) override {
@@ -24,6 +26,7 @@ const std::vector<CgemmKernel>& cgemm_kernels() {
   static const std::vector<CgemmKernel> all = [] {
     std::vector<CgemmKernel> v = regtile_kernels();
     for (const CgemmKernel& k : smem_kernels()) v.push_back(k);
+    for (const CgemmKernel& k : tc_kernels()) v.push_back(k);
     v.push_back(CgemmKernel{"cublas_cgemm", CgemmFamily::kCublas, 0, 0, 0, 0, 0, nullptr});
     v.push_back(CgemmKernel{"cublas_cgemm3m", CgemmFamily::kCublas3m, 0, 0, 0, 0, 0, nullptr});
     return v;

@@ -27,6 +27,13 @@ int current_sm_count() {
   return sms;
 }
 
+bool current_has_tf32_mma() {
+  int dev = 0, major = 0;
+  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
+  FFTCONV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return major >= 8;
+}
+
 std::string fmt_ms(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.4f ms", ms);
@@ -79,7 +86,7 @@ std::vector<GemmTiming> time_cgemm_candidates(const CgemmProblem& p,
 GemmChoice select_cgemm(const CgemmProblem& p, const Options& o, const std::string& key) {
   if (!o.gemm_kernel.empty()) return {&cgemm_kernel(o.gemm_kernel), "gemm forced by options"};
   if (o.tuning == Tuning::kHeuristic) {
-    return {&choose_cgemm(p, current_sm_count()), "gemm by heuristic"};
+    return {&choose_cgemm(p, current_sm_count(), current_has_tf32_mma()), "gemm by heuristic"};
   }
   const TunedChoice cached(o, key + (o.tuning == Tuning::kExhaustive ? " exhaustive" : ""));
   const auto known = [](const std::string& name) {

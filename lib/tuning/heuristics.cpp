@@ -333,7 +333,66 @@ bool choose_tiled_geometry(const ConvDesc& d, FftGeometry* out) {
   return best < std::numeric_limits<double>::infinity();
 }
 
-const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count) {
+namespace {
+
+// ---- tensor-core tilings ----------------------------------------------------------------------
+// Rates for the estimate that picks a tensor-core tiling and weighs it against the register
+// tilings: DRAM at the streaming rate above; TF32 mma.sync at about 300 of the H200's 495
+// TFLOP/s, of which 3xTF32 spends three MMAs per product.
+constexpr double kTcFlopsPerUs = 300.0e6 / 3.0;
+constexpr int kTcBinsPerBlock = 8;
+// The contraction and the block must be deep and wide enough to fill MMA tiles at all.
+constexpr std::int64_t kTcMinK = 8;
+constexpr std::int64_t kTcMinSide = 8;
+
+std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+/// Estimated microseconds of tiling `k` on `p`: DRAM traffic (A re-read once per block column,
+/// B once per block row, C written once) against padded MMA work, in whole waves of blocks.
+double estimate_tc_us(const CgemmProblem& p, const CgemmKernel& k, int sm_count) {
+  const std::int64_t mb = (p.m + k.block_m - 1) / k.block_m;
+  const std::int64_t nb = (p.n + k.block_n - 1) / k.block_n;
+  const std::int64_t bins = round_up(p.bins, kTcBinsPerBlock);
+  const double bytes =
+      8.0 * p.groups * p.bins * (double(p.m) * p.k * nb + double(p.n) * p.k * mb + p.m * p.n);
+  const double flops = 8.0 * p.groups * bins * double(mb * k.block_m) * double(nb * k.block_n) *
+                       double(round_up(p.k, 8));
+  const double blocks = double(mb * nb) * double(bins / kTcBinsPerBlock) * p.groups;
+  const double per_wave = std::max(1, sm_count) * (k.block_m * k.block_n <= 512 ? 2.0 : 1.0);
+  const double fill = std::ceil(blocks / per_wave) * per_wave / blocks;  // tail of the last wave
+  return fill * std::max(bytes / kStreamBytesPerUs, flops / kTcFlopsPerUs);
+}
+
+/// The best tensor-core tiling for `p` by estimate, and its estimate; null when none applies.
+/// Transposed tilings (rows along n) serve problems whose m is below an MMA's 16 rows.
+const CgemmKernel* choose_tc(const CgemmProblem& p, int sm_count, double* us) {
+  if (p.k < kTcMinK || std::min(p.m, p.n) < kTcMinSide) return nullptr;
+  const bool transposed = p.m < 16 && p.n >= 16;
+  const CgemmKernel* best = nullptr;
+  for (const CgemmKernel& k : cgemm_kernels()) {
+    if (k.family != CgemmFamily::kTensorCore || (k.tile_m < k.tile_n) != transposed) continue;
+    // no block more than the problem rounded up to whole MMA tiles
+    if (k.block_m > round_up(p.m, k.tile_m) || k.block_n > round_up(p.n, k.tile_n)) continue;
+    const double t = estimate_tc_us(p, k, sm_count);
+    if (best == nullptr || t < *us) {
+      best = &k;
+      *us = t;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, bool tensor_cores) {
+  if (tensor_cores) {
+    // The register tilings' estimate: their sustained rate against the operands' traffic.
+    const double regtile_us =
+        std::max(p.flops() / kGemmFlopsPerUs, p.min_bytes() / kStreamBytesPerUs);
+    double tc_us = 0.0;
+    const CgemmKernel* tc = choose_tc(p, sm_count, &tc_us);
+    if (tc != nullptr && tc_us < regtile_us) return *tc;
+  }
   const double want = kMinWaves * std::max(sm_count, 1) * 2048.0;
   // The shared-memory tilings are not chosen here: on every suite row of
   // data/results/h200/suite-fft-sizes.json the register tilings were faster (multichannel_r45:

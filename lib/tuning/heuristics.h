@@ -71,8 +71,9 @@ struct SpectrumPlanes {
 };
 SpectrumPlanes spectrum_planes(const ConvDesc& d, const FftGeometry& g, Pass pass);
 
-/// The tiling the heuristic picks for a problem on a device with `sm_count` multiprocessors.
-const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count);
+/// The tiling the heuristic picks for a problem on a device with `sm_count` multiprocessors;
+/// `tensor_cores`: the device runs TF32 MMA (compute capability 8.0 or later).
+const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, bool tensor_cores);
 
 /// Auto's decision between the FFT path and cuDNN, with the estimates that made it.
 struct AlgoEstimate {

@@ -54,17 +54,19 @@ TEST(Heuristics, ForwardGemmProblemStridesFollowTheSpectrumLayout) {
 }
 
 TEST(Heuristics, CatalogHasEveryFamily) {
-  int regtile = 0, smem = 0, cublas = 0;
+  int regtile = 0, smem = 0, tc = 0, cublas = 0;
   bool own_first = true, seen_cublas = false;
   for (const CgemmKernel& k : cgemm_kernels()) {
     regtile += k.family == CgemmFamily::kRegTile;
     smem += k.family == CgemmFamily::kSmem;
+    tc += k.family == CgemmFamily::kTensorCore;
     cublas += !k.own();
     if (!k.own()) seen_cublas = true;
     if (k.own() && seen_cublas) own_first = false;
   }
   EXPECT_GE(regtile, 4);
   EXPECT_GE(smem, 2);
+  EXPECT_GE(tc, 4);
   EXPECT_EQ(cublas, 2);
   EXPECT_TRUE(own_first);
 }
@@ -94,12 +96,36 @@ TEST(Heuristics, GemmTileFitsTheProblem) {
   for (const auto& r : suite()) {
     const FftGeometry g = choose_fft_geometry(r.desc);
     const CgemmProblem p = forward_gemm_problem(r.desc, g);
-    const CgemmKernel& k = choose_cgemm(p, kH200Sms);
-    // never a block more than twice the problem along a side (no wasted lanes beyond rounding)
-    EXPECT_TRUE(k.own()) << r.name;
-    EXPECT_LT(k.block_m, 2 * p.m + 1) << r.name;
-    EXPECT_LT(k.block_n, 2 * p.n + 1) << r.name;
-    if (r.desc.is_depthwise()) EXPECT_EQ(k.tile_n, 1) << r.name;
+    for (const bool tensor_cores : {false, true}) {
+      const CgemmKernel& k = choose_cgemm(p, kH200Sms, tensor_cores);
+      // never a block more than twice the problem along a side (no wasted lanes beyond rounding)
+      EXPECT_TRUE(k.own()) << r.name;
+      EXPECT_LT(k.block_m, 2 * p.m + 1) << r.name;
+      EXPECT_LT(k.block_n, 2 * p.n + 1) << r.name;
+      if (r.desc.is_depthwise()) EXPECT_EQ(k.tile_n, 1) << r.name;
+      if (!tensor_cores) EXPECT_NE(k.family, CgemmFamily::kTensorCore) << r.name;
+    }
+  }
+}
+
+// Dense channels go to the tensor cores in every pass; thin and depthwise rows stay on the
+// register tilings, as does every row of a device without TF32 MMA.
+TEST(Heuristics, DenseChannelsGoToTensorCores) {
+  const auto rows = suite();
+  for (const char* name : {"multichannel_r45", "multichannel_r31"}) {
+    const ConvDesc& d = row(rows, name);
+    const FftGeometry g = choose_fft_geometry(d);
+    for (const Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+      const CgemmProblem p = gemm_problem(d, g, pass);
+      EXPECT_EQ(choose_cgemm(p, kH200Sms, true).family, CgemmFamily::kTensorCore)
+          << name << " " << pass_name(pass);
+      EXPECT_EQ(choose_cgemm(p, kH200Sms, false).family, CgemmFamily::kRegTile) << name;
+    }
+  }
+  for (const char* name : {"replknet_dw31_14", "landmark_batch64", "seed3_cntk_valid", "odd_rect"}) {
+    const ConvDesc& d = row(rows, name);
+    const CgemmProblem p = forward_gemm_problem(d, choose_fft_geometry(d));
+    EXPECT_NE(choose_cgemm(p, kH200Sms, true).family, CgemmFamily::kTensorCore) << name;
   }
 }
 
