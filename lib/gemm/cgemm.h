@@ -61,6 +61,8 @@ struct CgemmKernel {
   /// Run once per runner, at plan time on the plan's device (kernel attributes); may throw
   /// Error(kNotSupported) where the device cannot run the kernel. Null when there is nothing to do.
   void (*prepare)() = nullptr;
+  std::size_t smem_bytes = 0;  ///< dynamic shared memory per block (tensor-core kernels)
+  int blocks_per_sm = 0;       ///< resident blocks per SM its launch bounds ask for (likewise)
 
   bool own() const {
     return family == CgemmFamily::kRegTile || family == CgemmFamily::kSmem ||

@@ -1,8 +1,9 @@
 // Per-frequency complex GEMM on TF32 tensor cores in the 3xTF32 split, for dense channels.
 //
 // Every fp32 operand x is split into a TF32 "big" part b = tf32(x) and a "small" part
-// s = x - b; a product x * y is taken as b_x b_y + b_x s_y + s_x b_y on the tensor cores
-// (mma.sync m16n8k8, fp32 accumulators), the s_x s_y term (below 2^-22 of the product) dropped.
+// s = x - b (exact, up to 12 significant bits, of which the MMA reads 11); a product x * y is
+// taken as b_x b_y + b_x s_y + s_x b_y on the tensor cores (mma.sync m16n8k8, fp32
+// accumulators), the s_x s_y term dropped: about 2^-21 of the product at most, 2^-24 typically.
 // That keeps fp32 accuracy (the GEMM tests hold these tilings to the same 1e-5 rel-L2 as the
 // CUDA-core ones) at a third of the tensor cores' TF32 rate, still several times the CUDA cores'.
 // A complex product is four real ones: Cr += Ar Br - Ai Bi, Ci += Ar Bi + Ai Br.
@@ -20,6 +21,7 @@
 // problems whose m is below the 16 rows of an MMA (8 images against 64 filters).
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "core/check.h"
 #include "gemm/cgemm.h"
@@ -38,10 +40,12 @@ struct TcPolicy {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kTilesM = BlockM / 16, kTilesN = BlockN / 8;
   // A fragment load reads k = t, t + 4 and rows g, g + 8 (t = lane % 4, g = lane / 4); with a
-  // pitch of 4 (mod 16) the 16 lanes of each half-warp hit 16 different 8-byte bank pairs.
+  // pitch of +-4 (mod 16) the 16 lanes of each half-warp hit 16 different 8-byte bank pairs.
   static constexpr int kPitchA = BlockM + 4;
   static constexpr int kPitchB = BlockN + 4;
-  static constexpr int kPitchC = BlockN + 8;  // 16-byte epilogue stores, conflict-free in quarters
+  // 16-byte epilogue stores (a quarter-warp: rows g, g + 1, column pairs t) are conflict-free
+  // with a pitch of 8 (mod 16).
+  static constexpr int kPitchC = BlockN % 16 == 0 ? BlockN + 8 : BlockN;
   // Per-bin strides of 2 (mod 16): the eight bins a row copy scatters to land in different banks.
   static constexpr int pad_to_2_mod_16(int x) { return x + ((2 - x % 16) + 16) % 16; }
   static constexpr int kBinStride = pad_to_2_mod_16(KChunk * (kPitchA + kPitchB));
@@ -50,8 +54,8 @@ struct TcPolicy {
   static constexpr std::size_t kSmemBytes =
       8 * std::size_t(Stages * kStageElems > Bins * kOutBinStride ? Stages * kStageElems
                                                                   : Bins * kOutBinStride);
-  // Two resident blocks per SM cap registers at 128 per thread: enough for 32 complex
-  // accumulators per thread, not for 64 (those spill there and run one block per SM instead).
+  // Two resident blocks per SM cap registers at 128 per thread: enough for 16 complex (32 fp32)
+  // accumulators per thread, not for 32 (those spill there and run one block per SM instead).
   static constexpr int kMinBlocks =
       kThreads <= 256 && kTilesM * kTilesN <= 4 && 2 * kSmemBytes <= 220 * 1024 ? 2 : 1;
   static_assert(BlockM % 16 == 0 && BlockN % 8 == 0, "block must be whole MMA tiles");
@@ -70,7 +74,8 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-/// x = big + small with both parts TF32 (the MMA ignores the small part's low 13 bits).
+/// x = big + small, big TF32 (round to nearest) and small exact; the MMA reads the top 19 bits
+/// of small's word (11 significant bits), a truncation of at most 2^-11 of small.
 __device__ __forceinline__ void split_tf32(float x, unsigned& big, unsigned& small) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(x));
   small = __float_as_uint(x - __uint_as_float(big));
@@ -248,7 +253,8 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
           nais[q] = ais[q] ^ 0x80000000u;
         }
         // Cr += Ar Br - Ai Bi, Ci += Ar Bi + Ai Br, each product as three TF32 MMAs (the two
-        // cross terms first); column tiles innermost so that consecutive MMAs are independent.
+        // cross terms first); column tiles innermost so that, with two or more of them,
+        // consecutive MMAs are independent.
 #pragma unroll
         for (int j = 0; j < TN; ++j) mma_tf32(cr[i][j], ars, brb[j]);
 #pragma unroll
@@ -317,6 +323,15 @@ void prepare_tc() {
     throw Error(Status::kNotSupported,
                 "the tensor-core GEMM tilings need compute capability 8.0 (TF32 MMA)");
   }
+  int smem_limit = 0;
+  FFTCONV_CUDA_CHECK(
+      cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (P::kSmemBytes > static_cast<std::size_t>(smem_limit)) {
+    throw Error(Status::kNotSupported,
+                "this tensor-core GEMM tiling needs " + std::to_string(P::kSmemBytes) +
+                    " bytes of shared memory per block; the device allows " +
+                    std::to_string(smem_limit));
+  }
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(cgemm_tc_kernel<P>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(P::kSmemBytes)));
@@ -352,12 +367,14 @@ CgemmKernel tc_entry(const char* name) {
                      Transposed ? BM : BN,
                      P::kThreads,
                      &launch_tc<P>,
-                     &prepare_tc<P>};
+                     &prepare_tc<P>,
+                     P::kSmemBytes,
+                     P::kMinBlocks};
 }
 
 }  // namespace
 
-// Block tiles of 16 to 64 complex accumulators per thread.
+// Block tiles of 8 to 32 complex accumulators per thread.
 const std::vector<CgemmKernel>& tc_kernels() {
   static const std::vector<CgemmKernel> kernels = {
       tc_entry<16, 64, 3>("tc3_16x64"),

@@ -27,11 +27,14 @@ int current_sm_count() {
   return sms;
 }
 
-bool current_has_tf32_mma() {
-  int dev = 0, major = 0;
+/// Shared memory a block may use where the device runs TF32 MMA (sm_80 on); 0 where it does not.
+std::size_t current_tc_smem() {
+  int dev = 0, major = 0, smem = 0;
   FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
   FFTCONV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  return major >= 8;
+  if (major < 8) return 0;
+  FFTCONV_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return static_cast<std::size_t>(smem);
 }
 
 std::string fmt_ms(double ms) {
@@ -86,7 +89,7 @@ std::vector<GemmTiming> time_cgemm_candidates(const CgemmProblem& p,
 GemmChoice select_cgemm(const CgemmProblem& p, const Options& o, const std::string& key) {
   if (!o.gemm_kernel.empty()) return {&cgemm_kernel(o.gemm_kernel), "gemm forced by options"};
   if (o.tuning == Tuning::kHeuristic) {
-    return {&choose_cgemm(p, current_sm_count(), current_has_tf32_mma()), "gemm by heuristic"};
+    return {&choose_cgemm(p, current_sm_count(), current_tc_smem()), "gemm by heuristic"};
   }
   const TunedChoice cached(o, key + (o.tuning == Tuning::kExhaustive ? " exhaustive" : ""));
   const auto known = [](const std::string& name) {

@@ -358,19 +358,22 @@ double estimate_tc_us(const CgemmProblem& p, const CgemmKernel& k, int sm_count)
   const double flops = 8.0 * p.groups * bins * double(mb * k.block_m) * double(nb * k.block_n) *
                        double(round_up(p.k, 8));
   const double blocks = double(mb * nb) * double(bins / kTcBinsPerBlock) * p.groups;
-  const double per_wave = std::max(1, sm_count) * (k.block_m * k.block_n <= 512 ? 2.0 : 1.0);
+  if (blocks <= 0) return std::numeric_limits<double>::infinity();
+  const double per_wave = double(std::max(1, sm_count)) * std::max(1, k.blocks_per_sm);
   const double fill = std::ceil(blocks / per_wave) * per_wave / blocks;  // tail of the last wave
   return fill * std::max(bytes / kStreamBytesPerUs, flops / kTcFlopsPerUs);
 }
 
 /// The best tensor-core tiling for `p` by estimate, and its estimate; null when none applies.
 /// Transposed tilings (rows along n) serve problems whose m is below an MMA's 16 rows.
-const CgemmKernel* choose_tc(const CgemmProblem& p, int sm_count, double* us) {
+const CgemmKernel* choose_tc(const CgemmProblem& p, int sm_count, std::size_t smem,
+                             double* us) {
   if (p.k < kTcMinK || std::min(p.m, p.n) < kTcMinSide) return nullptr;
   const bool transposed = p.m < 16 && p.n >= 16;
   const CgemmKernel* best = nullptr;
   for (const CgemmKernel& k : cgemm_kernels()) {
     if (k.family != CgemmFamily::kTensorCore || (k.tile_m < k.tile_n) != transposed) continue;
+    if (k.smem_bytes > smem) continue;
     // no block more than the problem rounded up to whole MMA tiles
     if (k.block_m > round_up(p.m, k.tile_m) || k.block_n > round_up(p.n, k.tile_n)) continue;
     const double t = estimate_tc_us(p, k, sm_count);
@@ -384,13 +387,13 @@ const CgemmKernel* choose_tc(const CgemmProblem& p, int sm_count, double* us) {
 
 }  // namespace
 
-const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, bool tensor_cores) {
-  if (tensor_cores) {
+const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, std::size_t tc_smem) {
+  if (tc_smem > 0) {
     // The register tilings' estimate: their sustained rate against the operands' traffic.
     const double regtile_us =
         std::max(p.flops() / kGemmFlopsPerUs, p.min_bytes() / kStreamBytesPerUs);
     double tc_us = 0.0;
-    const CgemmKernel* tc = choose_tc(p, sm_count, &tc_us);
+    const CgemmKernel* tc = choose_tc(p, sm_count, tc_smem, &tc_us);
     if (tc != nullptr && tc_us < regtile_us) return *tc;
   }
   const double want = kMinWaves * std::max(sm_count, 1) * 2048.0;

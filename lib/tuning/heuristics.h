@@ -72,8 +72,9 @@ struct SpectrumPlanes {
 SpectrumPlanes spectrum_planes(const ConvDesc& d, const FftGeometry& g, Pass pass);
 
 /// The tiling the heuristic picks for a problem on a device with `sm_count` multiprocessors;
-/// `tensor_cores`: the device runs TF32 MMA (compute capability 8.0 or later).
-const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, bool tensor_cores);
+/// `tc_smem`: the shared memory a block may use on a device with TF32 MMA (compute capability
+/// 8.0 or later), 0 without: tensor-core tilings that need more are not considered.
+const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, std::size_t tc_smem);
 
 /// Auto's decision between the FFT path and cuDNN, with the estimates that made it.
 struct AlgoEstimate {

@@ -20,6 +20,8 @@ const ConvDesc& row(const std::vector<testing::ShapeRow>& rows, const std::strin
 }
 
 constexpr int kH200Sms = 132;
+constexpr std::size_t kH200Smem = 232448;  // cudaDevAttrMaxSharedMemoryPerBlockOptin, sm_90
+constexpr std::size_t kSm89Smem = 101376;  // likewise, sm_86 and sm_89
 
 TEST(Heuristics, FftSizesOfSuiteRowsAreSmoothAndExact) {
   for (const auto& r : suite()) {
@@ -96,14 +98,14 @@ TEST(Heuristics, GemmTileFitsTheProblem) {
   for (const auto& r : suite()) {
     const FftGeometry g = choose_fft_geometry(r.desc);
     const CgemmProblem p = forward_gemm_problem(r.desc, g);
-    for (const bool tensor_cores : {false, true}) {
-      const CgemmKernel& k = choose_cgemm(p, kH200Sms, tensor_cores);
+    for (const std::size_t tc_smem : {std::size_t{0}, kH200Smem}) {
+      const CgemmKernel& k = choose_cgemm(p, kH200Sms, tc_smem);
       // never a block more than twice the problem along a side (no wasted lanes beyond rounding)
       EXPECT_TRUE(k.own()) << r.name;
       EXPECT_LT(k.block_m, 2 * p.m + 1) << r.name;
       EXPECT_LT(k.block_n, 2 * p.n + 1) << r.name;
       if (r.desc.is_depthwise()) EXPECT_EQ(k.tile_n, 1) << r.name;
-      if (!tensor_cores) EXPECT_NE(k.family, CgemmFamily::kTensorCore) << r.name;
+      if (tc_smem == 0) EXPECT_NE(k.family, CgemmFamily::kTensorCore) << r.name;
     }
   }
 }
@@ -117,15 +119,18 @@ TEST(Heuristics, DenseChannelsGoToTensorCores) {
     const FftGeometry g = choose_fft_geometry(d);
     for (const Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
       const CgemmProblem p = gemm_problem(d, g, pass);
-      EXPECT_EQ(choose_cgemm(p, kH200Sms, true).family, CgemmFamily::kTensorCore)
+      EXPECT_EQ(choose_cgemm(p, kH200Sms, kH200Smem).family, CgemmFamily::kTensorCore)
           << name << " " << pass_name(pass);
-      EXPECT_EQ(choose_cgemm(p, kH200Sms, false).family, CgemmFamily::kRegTile) << name;
+      EXPECT_EQ(choose_cgemm(p, kH200Sms, 0).family, CgemmFamily::kRegTile) << name;
+      // an sm_86/sm_89 block (99 KiB): only the tilings that fit
+      const CgemmKernel& small = choose_cgemm(p, kH200Sms, kSm89Smem);
+      EXPECT_LE(small.smem_bytes, kSm89Smem) << name << " " << small.name;
     }
   }
   for (const char* name : {"replknet_dw31_14", "landmark_batch64", "seed3_cntk_valid", "odd_rect"}) {
     const ConvDesc& d = row(rows, name);
     const CgemmProblem p = forward_gemm_problem(d, choose_fft_geometry(d));
-    EXPECT_NE(choose_cgemm(p, kH200Sms, true).family, CgemmFamily::kTensorCore) << name;
+    EXPECT_NE(choose_cgemm(p, kH200Sms, kH200Smem).family, CgemmFamily::kTensorCore) << name;
   }
 }
 
