@@ -53,7 +53,8 @@ class Options(ctypes.Structure):
                 ("fft_w", ctypes.c_int64), ("gemm_kernel", ctypes.c_char_p),
                 ("cudnn_algo", ctypes.c_char_p), ("cudnn_search", ctypes.c_int),
                 ("check_pointers", ctypes.c_int), ("kept_separable", ctypes.c_int),
-                ("graph_replay", ctypes.c_int)]
+                ("graph_replay", ctypes.c_int),
+                ("fft_callbacks", ctypes.c_int)]
 
 
 def rows(path, pattern):

@@ -219,6 +219,10 @@ int parse_args(int argc, char** argv, Config& c) {
       ->group(kRun);
   bool no_cudnn = false;
   app.add_flag("--no-cudnn", no_cudnn, "skip the cuDNN baselines")->group(kRun);
+  app.add_flag("--callbacks", c.fft_callbacks,
+               "FFT path: pad in a cuFFT load callback as the r2c reads\n"
+               "(Options::fft_callbacks) instead of in a pad kernel")
+      ->group(kRun);
   bool no_pointer_check = false;
   app.add_flag("--no-pointer-check", no_pointer_check,
                "plans without Options::check_pointers (to measure what the check costs)")
@@ -308,6 +312,7 @@ fftconv::Options engine_options(const Config& cfg, Pass pass) {
   engine.fft_h = cfg.fft_h;
   engine.fft_w = cfg.fft_w;
   engine.check_pointers = cfg.check_pointers;
+  engine.fft_callbacks = cfg.fft_callbacks;
   return engine;
 }
 

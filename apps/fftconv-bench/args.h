@@ -17,6 +17,7 @@ struct Config {
   bool verify = false;
   bool cudnn = true;
   bool check_pointers = true;  ///< Options::check_pointers of the engine's plans
+  bool fft_callbacks = false;  ///< Options::fft_callbacks of the engine's plans
   std::string json_path;
   std::string filter;
   int iters = 20;

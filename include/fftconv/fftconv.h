@@ -100,6 +100,8 @@ typedef struct fftconv_options {
                               cheaper (default 1); see fftconv::Options::kept_separable */
   int graph_replay;        /* GPU plans: replay a call with pointers seen before as one CUDA
                               graph (default 1); see fftconv::Options::graph_replay */
+  int fft_callbacks;       /* GPU FFT plans: pad in a cuFFT load callback (default 0); see
+                              fftconv::Options::fft_callbacks */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;

@@ -132,6 +132,13 @@ struct Options {
   /// stream that is being captured, enqueue the stages as before. Results are the same either
   /// way. false: never.
   bool graph_replay = true;
+  /// GPU plans of the FFT and tiled paths: zero-pad the operands as cuFFT's r2c reads them (a
+  /// load callback, linked into cuFFT's kernels at plan time) instead of in a pad kernel that
+  /// writes padded planes for the r2c to read back. Saves a launch and the padded planes'
+  /// traffic per call; the plan takes longer to make (describe() says which way a plan pads).
+  /// Where cuFFT cannot link the callback, or the operands' planes exceed 32-bit indices, the
+  /// pad kernel runs. Off by default until measured on every suite row.
+  bool fft_callbacks = false;
 };
 
 /// Time of one stage of a forward pass (Plan::profile_forward).

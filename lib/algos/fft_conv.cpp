@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/device_buffer.h"
 #include "core/timing.h"
+#include "fft/pad_load.h"
 #include "stages/fill.h"
 #include "stages/stages.h"
 #include "tuning/gemm_select.h"
@@ -72,17 +73,22 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
       key_prefix(pass_) + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
   runner_ = make_cgemm_runner(*choice.kernel);
   gemm_reason_ = choice.reason;
-  r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
-  if (has_filter_input(pass_)) {
-    r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
+  if (o.fft_callbacks) pad_reason_ = make_pad_callbacks();
+  if (!r2c_cb_a_) {
+    r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
+    if (has_filter_input(pass_)) {
+      r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
+    }
   }
   c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_.out);
   const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
   off_out_ = align_up(plane * (planes_.a + planes_.b));
   off_work_ = off_out_ + align_up(plane * planes_.out);
-  off_gemm_ = off_work_ + align_up(std::max({r2c_all_->work_size(),
-                                             r2c_a_ ? r2c_a_->work_size() : std::size_t{0},
-                                             c2r_->work_size()}));
+  const auto work = [](const std::unique_ptr<CufftPlan2d>& plan) {
+    return plan ? plan->work_size() : std::size_t{0};
+  };
+  off_gemm_ = off_work_ + align_up(std::max({work(r2c_all_), work(r2c_a_), work(r2c_cb_a_),
+                                             work(r2c_cb_b_), c2r_->work_size()}));
   workspace_ = off_gemm_ + align_up(runner_->workspace_size(gemm_));
   if (workspace_ > o.workspace_limit) {
     throw Error(Status::kOutOfMemory, what(g_) + " needs a workspace of " +
@@ -94,24 +100,13 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
 
 FftConvAlgo::~FftConvAlgo() { clear_filter(); }
 
-void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) {
-  auto* base = static_cast<unsigned char*>(a.workspace);
-  auto* spec_in = reinterpret_cast<float*>(base);
-  auto* spec_out = reinterpret_cast<float*>(base + off_out_);
-  void* work = base + off_work_;
-  const bool per_call_filter = !has_filter_input(pass_) || a.w != nullptr;
-  FFTCONV_ASSERT(per_call_filter || kept_, "a pass without a filter and none kept");
-  if (!per_call_filter) kept_fence_.mark(stream);
-
-  // 1. zero-pad both operand segments into one batch of FFT planes, unless the filter spectrum
-  //    is kept. Input x: offset by the padding, one plane per tile. Filter w: at the origin,
-  //    dilated. Output gradient dy: at the origin, spread by the stride (the stride-1 outputs it
-  //    stands for).
+void FftConvAlgo::pad_segments(const RunArgs& a, float* spec_in, PadSegment (&segs)[2]) const {
+  // Input x: offset by the padding, one plane per tile. Filter w: at the origin, dilated.
+  // Output gradient dy: at the origin, spread by the stride (the stride-1 outputs it stands for).
   const Placement x_place{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1};
   const Placement w_place{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w};
   const Placement dy_place{d_.out_h(), d_.out_w(), 0, 0, d_.stride_h, d_.stride_w};
   float* spec_b = spec_in + planes_.a * g_.real_plane_floats();
-  PadSegment segs[2];
   switch (pass_) {
     case Pass::kForward: {
       const TileMap x_map{d_.c, g_.tiles_h, g_.tiles_w, g_.tile_out_h * d_.stride_h,
@@ -129,10 +124,74 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
       segs[1] = {a.dy, spec_b, planes_.b, dy_place, TileMap{}};
       break;
   }
-  launch_pad(segs, per_call_filter ? 2 : 1, d_.dtype, g_, stream);
-  if (marks) marks->mark("pad", stream);
-  // 2. one r2c over every plane padded above.
-  (per_call_filter ? r2c_all_ : r2c_a_)->exec(spec_in, work, stream);
+}
+
+std::string FftConvAlgo::make_pad_callbacks() {
+  PadSegment segs[2];
+  pad_segments(RunArgs{}, nullptr, segs);
+  PadLoadInfo infos[2];
+  for (int i = 0; i < 2; ++i) {
+    const Placement& pl = segs[i].place;
+    const TileMap& m = segs[i].map;
+    // 32-bit indices: every offset of the segment's r2c input, every source element.
+    const std::int64_t offsets = segs[i].planes * g_.real_plane_floats();
+    const std::int64_t sources = (segs[i].planes / (m.tiles_h * m.tiles_w)) * pl.src_h * pl.src_w;
+    const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
+    const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
+    constexpr std::int64_t kMax = std::int64_t{1} << 31;
+    if (offsets >= kMax || sources >= kMax || g_.fft_h - low_h >= kMax ||
+        g_.fft_w - low_w >= kMax) {
+      return "pad kernel: the planes exceed the load callback's 32-bit indices";
+    }
+    infos[i] = PadLoadInfo{IntDivider(static_cast<std::uint32_t>(g_.real_plane_floats())),
+                           IntDivider(static_cast<std::uint32_t>(g_.pitch)),
+                           IntDivider(static_cast<std::uint32_t>(m.tiles_h * m.tiles_w * m.inner)),
+                           IntDivider(static_cast<std::uint32_t>(m.inner)),
+                           IntDivider(static_cast<std::uint32_t>(m.tiles_w)),
+                           IntDivider(static_cast<std::uint32_t>(pl.step_h)),
+                           IntDivider(static_cast<std::uint32_t>(pl.step_w)),
+                           m,
+                           pl};
+  }
+  try {
+    DeviceBuffer info(sizeof(infos));
+    FFTCONV_CUDA_CHECK(cudaMemcpy(info.get(), infos, sizeof(infos), cudaMemcpyHostToDevice));
+    const auto* dev = info.as<const PadLoadInfo>();
+    auto a = std::make_unique<CufftPlan2d>(g_, planes_.a, PadLoadCallback{d_.dtype, dev});
+    auto b = std::make_unique<CufftPlan2d>(g_, planes_.b, PadLoadCallback{d_.dtype, dev + 1});
+    pad_info_ = std::move(info);
+    r2c_cb_a_ = std::move(a);
+    r2c_cb_b_ = std::move(b);
+  } catch (const Error& e) {
+    if (e.status() != Status::kNotSupported) throw;
+    return std::string("pad kernel: ") + e.what();
+  }
+  return "pad in the r2c's load callback";
+}
+
+void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) {
+  auto* base = static_cast<unsigned char*>(a.workspace);
+  auto* spec_in = reinterpret_cast<float*>(base);
+  auto* spec_out = reinterpret_cast<float*>(base + off_out_);
+  void* work = base + off_work_;
+  const bool per_call_filter = !has_filter_input(pass_) || a.w != nullptr;
+  FFTCONV_ASSERT(per_call_filter || kept_, "a pass without a filter and none kept");
+  if (!per_call_filter) kept_fence_.mark(stream);
+
+  // 1. zero-pad both operand segments into one batch of FFT planes, unless the filter spectrum
+  //    is kept (pad_segments), and 2. one r2c over every plane padded. With the pad load
+  //    callback, each segment's r2c reads its tensor directly instead.
+  PadSegment segs[2];
+  pad_segments(a, spec_in, segs);
+  if (r2c_cb_a_) {
+    if (marks) marks->mark("pad", stream);
+    r2c_cb_a_->exec_from(segs[0].src, segs[0].dst, work, stream);
+    if (per_call_filter) r2c_cb_b_->exec_from(segs[1].src, segs[1].dst, work, stream);
+  } else {
+    launch_pad(segs, per_call_filter ? 2 : 1, d_.dtype, g_, stream);
+    if (marks) marks->mark("pad", stream);
+    (per_call_filter ? r2c_all_ : r2c_a_)->exec(spec_in, work, stream);
+  }
   if (marks) marks->mark("r2c", stream);
   // 3. per-frequency GEMM of the pass (gemm_problem); m = image*tile in the forward pass.
   CgemmOperands ops;
@@ -302,7 +361,7 @@ void FftConvAlgo::fill_info(PlanInfo& info) const {
   info.gemm_flops = gemm_.flops();
   info.gemm_min_bytes = gemm_.min_bytes();
   info.workspace_bytes = workspace_;
-  info.reason = gemm_reason_;
+  info.reason = gemm_reason_ + (pad_reason_.empty() ? "" : "; " + pad_reason_);
 }
 
 }  // namespace fftconv::detail

@@ -10,6 +10,7 @@
 #include "fft/cufft_plan.h"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
+#include "stages/stages.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv::detail {
@@ -47,6 +48,12 @@ class FftConvAlgo final : public ConvAlgo {
   static std::size_t spectrum_bytes(const ConvDesc& d, const FftGeometry& g, Pass pass);
 
  private:
+  /// The two operand segments of the pass as the pad stage places them (sources from `a`, the
+  /// first destination plane at spec_in); segment b is the filter (dy for backward filter).
+  void pad_segments(const RunArgs& a, float* spec_in, PadSegment (&segs)[2]) const;
+  /// Builds the load-callback r2c plans; returns how the plan pads (the reason when it cannot).
+  std::string make_pad_callbacks();
+
   ConvDesc d_;
   Pass pass_;
   DType out_dtype_;  // dw may be fp32 for half data (Options::dw_fp32)
@@ -58,6 +65,11 @@ class FftConvAlgo final : public ConvAlgo {
   // r2c over both operand segments (per-call filter), over segment a only (kept filter), over
   // the filter planes only (set_filter), and the c2r of the result planes.
   std::unique_ptr<CufftPlan2d> r2c_all_, r2c_a_, r2c_w_, c2r_;
+  // Options::fft_callbacks: an r2c per operand segment that pads as it reads (null without),
+  // their callbacks' parameters (two PadLoadInfo), and how this plan pads, for describe().
+  std::unique_ptr<CufftPlan2d> r2c_cb_a_, r2c_cb_b_;
+  DeviceBuffer pad_info_;
+  std::string pad_reason_;
   std::size_t off_out_ = 0, off_work_ = 0, off_gemm_ = 0, workspace_ = 0;
   // Kept filter spectrum and the cuFFT scratch its transform uses; allocated by set_filter.
   DeviceBuffer kept_, kept_work_;

@@ -116,6 +116,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.check_pointers = 1;
   o.kept_separable = 1;
   o.graph_replay = 1;
+  o.fft_callbacks = 0;
   return o;
 }
 
@@ -162,6 +163,7 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       o.check_pointers = options->check_pointers != 0;
       o.kept_separable = options->kept_separable != 0;
       o.graph_replay = options->graph_replay != 0;
+      o.fft_callbacks = options->fft_callbacks != 0;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

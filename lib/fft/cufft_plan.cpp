@@ -1,6 +1,13 @@
 #include "fft/cufft_plan.h"
 
+#include <cstdint>
+#include <string>
+
+#include <cufftXt.h>
+
 #include "core/check.h"
+#include "fft/pad_load.h"
+#include "pad_load_fatbin.h"  // generated: the callbacks' LTO-IR (lib/CMakeLists.txt)
 
 namespace fftconv::detail {
 
@@ -29,11 +36,59 @@ CufftPlan2d::CufftPlan2d(FftDirection dir, const FftGeometry& g, std::int64_t ba
   }
 }
 
+CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoadCallback& load)
+    : dir_(FftDirection::kR2C), load_callback_(true) {
+  FFTCONV_CUFFT_CHECK(cufftCreate(&handle_));
+  created_ = true;
+  try {
+    FFTCONV_CUFFT_CHECK(cufftSetAutoAllocation(handle_, 0));
+    const char* name = load.dtype == DType::kF16    ? kPadLoadF16
+                       : load.dtype == DType::kBF16 ? kPadLoadBF16
+                                                    : kPadLoadF32;
+    void* info = const_cast<PadLoadInfo*>(load.info);
+    // cuFFT reads the name and the LTO-IR when the plan is made: both are static.
+    const cufftResult set =
+        cufftXtSetJITCallback(handle_, name, fftconv_pad_load_fatbin,
+                              fftconv_pad_load_fatbinLength, CUFFT_CB_LD_REAL, &info);
+    if (set != CUFFT_SUCCESS) {
+      throw Error(Status::kNotSupported, "cuFFT did not accept the pad load callback (cufftResult " +
+                                             std::to_string(static_cast<int>(set)) + ")");
+    }
+    long long n[2] = {g.fft_h, g.fft_w};
+    long long real_embed[2] = {g.fft_h, g.pitch};
+    long long cplx_embed[2] = {g.fft_h, g.half_w};
+    std::size_t work = 0;
+    const cufftResult made =
+        cufftMakePlanMany64(handle_, 2, n, real_embed, 1, g.real_plane_floats(), cplx_embed, 1,
+                            g.bins, CUFFT_R2C, batch, &work);
+    if (made != CUFFT_SUCCESS) {
+      throw Error(Status::kNotSupported,
+                  "cuFFT could not make an r2c plan with the pad load callback (cufftResult " +
+                      std::to_string(static_cast<int>(made)) + ")");
+    }
+    work_size_ = work;
+  } catch (...) {
+    cufftDestroy(handle_);
+    throw;
+  }
+}
+
 CufftPlan2d::~CufftPlan2d() {
   if (created_) cufftDestroy(handle_);
 }
 
+void CufftPlan2d::exec_from(const void* src, void* spectrum, void* work,
+                            cudaStream_t stream) const {
+  FFTCONV_ASSERT(load_callback_, "exec_from: not a load-callback plan");
+  FFTCONV_CUFFT_CHECK(cufftSetStream(handle_, stream));
+  if (work_size_ > 0) FFTCONV_CUFFT_CHECK(cufftSetWorkArea(handle_, work));
+  // The callback reads the source through cuFFT's input pointer; cuFFT itself never does.
+  FFTCONV_CUFFT_CHECK(cufftExecR2C(handle_, static_cast<cufftReal*>(const_cast<void*>(src)),
+                                   static_cast<cufftComplex*>(spectrum)));
+}
+
 void CufftPlan2d::exec(void* data, void* work, cudaStream_t stream) const {
+  FFTCONV_ASSERT(!load_callback_, "exec: a load-callback plan runs through exec_from");
   FFTCONV_CUFFT_CHECK(cufftSetStream(handle_, stream));
   if (work_size_ > 0) FFTCONV_CUFFT_CHECK(cufftSetWorkArea(handle_, work));
   if (dir_ == FftDirection::kR2C) {

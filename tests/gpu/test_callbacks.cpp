@@ -1,0 +1,114 @@
+// Options::fft_callbacks: the pad stage as a cuFFT load callback of the r2c, in every pass,
+// dtype and geometry, against the fp64 device oracle. Every case also checks that the plan did
+// pad in the callback (describe()), so that a silent fall-back to the pad kernel fails here.
+#include <random>
+
+#include "gpu_test_util.h"
+
+namespace fftconv::gputest {
+namespace {
+
+constexpr const char* kCallbackPad = "pad in the r2c's load callback";
+
+Options callbacks(Algo algo) {
+  Options o;
+  o.algo = algo;
+  o.fft_callbacks = true;
+  return o;
+}
+
+bool pads_in_callback(const std::string& describe) {
+  return describe.find(kCallbackPad) != std::string::npos;
+}
+
+/// Backward filter with a per-call NaN-poisoned dw, against the oracle.
+BwdResult run_wgrad_once(const BwdProblem& p, const Options& options) {
+  const ConvDesc& d = p.desc;
+  Plan plan(d, with_pass(options, Pass::kBackwardFilter));
+  testing::DeviceBuffer dw(dtype_size(d.dtype) * d.w_elems()), ws(plan.workspace_size());
+  dw.poison();
+  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, 1.0f,
+                       0.0f);
+  testing::cuda_check(cudaDeviceSynchronize(), "backward_filter");
+  BwdResult r{{}, plan.describe(), plan.info(), download(dw, d.w_elems(), d.dtype)};
+  r.err = testing::compare(r.out, p.ref_dw);
+  return r;
+}
+
+TEST(Callbacks, ForwardMatchesOracleInEveryDtype) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(1201);
+  int cases = 0;
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const int count = dtype == DType::kF32 ? 60 : 20;
+    for (int i = 0; i < count; ++i) {
+      const ConvDesc d = testing::random_desc(gen, dtype);
+      const Problem p(d, 1201000 + cases, i % 2 == 0);
+      const RunResult r = run_forward(p, callbacks(Algo::kFft));
+      EXPECT_TRUE(pads_in_callback(r.describe)) << d.to_string() << ": " << r.describe;
+      EXPECT_TRUE(r.err.pass(testing::tolerance(dtype)))
+          << d.to_string() << ": " << r.err.to_string() << " plan: " << r.describe;
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 100);
+}
+
+// Tiles just above the kernel: the callback maps every tile's plane to its image and offset.
+TEST(Callbacks, TiledForwardMatchesOracle) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(1202);
+  for (int i = 0; i < 40; ++i) {
+    const ConvDesc d = testing::random_desc(gen, DType::kF32);
+    Options o = callbacks(Algo::kFftTiled);
+    o.fft_h = d.eff_r() + static_cast<std::int64_t>(gen() % 9);
+    o.fft_w = d.eff_s() + static_cast<std::int64_t>(gen() % 9);
+    const Problem p(d, 1202000 + i, i % 2 == 0);
+    const RunResult r = run_forward(p, o);
+    EXPECT_EQ(r.info.algo, Algo::kFftTiled) << d.to_string();
+    EXPECT_TRUE(pads_in_callback(r.describe)) << d.to_string() << ": " << r.describe;
+    EXPECT_TRUE(r.err.pass(1e-5)) << d.to_string() << " tile " << o.fft_h << "x" << o.fft_w
+                                  << ": " << r.err.to_string() << " plan: " << r.describe;
+  }
+}
+
+// Backward data (per-call and kept filter) and backward filter, whose dy segment is spread by
+// the stride.
+TEST(Callbacks, BackwardPassesMatchOracle) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(1203);
+  for (const DType dtype : {DType::kF32, DType::kF16}) {
+    const int count = dtype == DType::kF32 ? 40 : 15;
+    testing::RandomDescOptions shape;
+    shape.dtype = dtype;
+    for (int i = 0; i < count; ++i) {
+      const ConvDesc d = testing::random_desc(gen, shape);
+      const BwdProblem p(d, 1203000 + i);
+      const double tol = testing::tolerance(dtype);
+      for (const bool keep : {false, true}) {
+        const BwdResult dx = run_dgrad(p, callbacks(Algo::kFft), keep);
+        EXPECT_TRUE(pads_in_callback(dx.describe)) << d.to_string() << ": " << dx.describe;
+        EXPECT_TRUE(dx.err.pass(tol)) << "dgrad keep " << keep << " " << d.to_string() << ": "
+                                      << dx.err.to_string() << " plan: " << dx.describe;
+      }
+      const BwdResult dw = run_wgrad_once(p, callbacks(Algo::kFft));
+      EXPECT_TRUE(pads_in_callback(dw.describe)) << d.to_string() << ": " << dw.describe;
+      EXPECT_TRUE(dw.err.pass(tol))
+          << "wgrad " << d.to_string() << ": " << dw.err.to_string() << " plan: " << dw.describe;
+    }
+  }
+}
+
+// Off by default: the pad kernel runs and describe() does not mention the callback.
+TEST(Callbacks, OffByDefault) {
+  FFTCONV_REQUIRE_GPU();
+  const Problem p(small_desc(), 1204, true);
+  Options o;
+  o.algo = Algo::kFft;
+  const RunResult r = run_forward(p, o);
+  EXPECT_FALSE(pads_in_callback(r.describe)) << r.describe;
+  EXPECT_TRUE(r.err.pass(1e-5)) << r.err.to_string();
+}
+
+}  // namespace
+}  // namespace fftconv::gputest
