@@ -1,6 +1,7 @@
 #include "algos/fft_conv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 
@@ -74,11 +75,10 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
   runner_ = make_cgemm_runner(*choice.kernel);
   gemm_reason_ = choice.reason;
   if (o.fft_callbacks) pad_reason_ = make_pad_callbacks();
-  if (!r2c_cb_a_) {
-    r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
-    if (has_filter_input(pass_)) {
-      r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
-    }
+  // Without callbacks, and for calls whose tensors the callback plans cannot take.
+  r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
+  if (has_filter_input(pass_)) {
+    r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
   }
   c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_.out);
   const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
@@ -106,7 +106,7 @@ void FftConvAlgo::pad_segments(const RunArgs& a, float* spec_in, PadSegment (&se
   const Placement x_place{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1};
   const Placement w_place{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w};
   const Placement dy_place{d_.out_h(), d_.out_w(), 0, 0, d_.stride_h, d_.stride_w};
-  float* spec_b = spec_in + planes_.a * g_.real_plane_floats();
+  float* spec_b = spec_in ? spec_in + planes_.a * g_.real_plane_floats() : nullptr;
   switch (pass_) {
     case Pass::kForward: {
       const TileMap x_map{d_.c, g_.tiles_h, g_.tiles_w, g_.tile_out_h * d_.stride_h,
@@ -133,6 +133,9 @@ std::string FftConvAlgo::make_pad_callbacks() {
   for (int i = 0; i < 2; ++i) {
     const Placement& pl = segs[i].place;
     const TileMap& m = segs[i].map;
+    if (pl.step_h < 1 || pl.step_w < 1 || m.inner < 1 || m.tiles_h < 1 || m.tiles_w < 1) {
+      return "pad kernel: a placement the load callback does not take";
+    }
     // 32-bit indices: every offset of the segment's r2c input, every source element.
     const std::int64_t offsets = segs[i].planes * g_.real_plane_floats();
     const std::int64_t sources = (segs[i].planes / (m.tiles_h * m.tiles_w)) * pl.src_h * pl.src_w;
@@ -140,7 +143,8 @@ std::string FftConvAlgo::make_pad_callbacks() {
     const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
     constexpr std::int64_t kMax = std::int64_t{1} << 31;
     if (offsets >= kMax || sources >= kMax || g_.fft_h - low_h >= kMax ||
-        g_.fft_w - low_w >= kMax) {
+        g_.fft_w - low_w >= kMax || pl.step_h >= kMax || pl.step_w >= kMax ||
+        m.tiles_h * m.tiles_w * m.inner >= kMax) {
       return "pad kernel: the planes exceed the load callback's 32-bit indices";
     }
     infos[i] = PadLoadInfo{IntDivider(static_cast<std::uint32_t>(g_.real_plane_floats())),
@@ -183,7 +187,8 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   //    callback, each segment's r2c reads its tensor directly instead.
   PadSegment segs[2];
   pad_segments(a, spec_in, segs);
-  if (r2c_cb_a_) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  if (r2c_cb_a_ && aligned(segs[0].src) && (!per_call_filter || aligned(segs[1].src))) {
     if (marks) marks->mark("pad", stream);
     r2c_cb_a_->exec_from(segs[0].src, segs[0].dst, work, stream);
     if (per_call_filter) r2c_cb_b_->exec_from(segs[1].src, segs[1].dst, work, stream);

@@ -65,10 +65,12 @@ class FftConvAlgo final : public ConvAlgo {
   // r2c over both operand segments (per-call filter), over segment a only (kept filter), over
   // the filter planes only (set_filter), and the c2r of the result planes.
   std::unique_ptr<CufftPlan2d> r2c_all_, r2c_a_, r2c_w_, c2r_;
-  // Options::fft_callbacks: an r2c per operand segment that pads as it reads (null without),
-  // their callbacks' parameters (two PadLoadInfo), and how this plan pads, for describe().
-  std::unique_ptr<CufftPlan2d> r2c_cb_a_, r2c_cb_b_;
+  // Options::fft_callbacks: the callbacks' parameters (two PadLoadInfo; declared first, so that
+  // they outlive the plans), an r2c per operand segment that pads as it reads (null without),
+  // and how this plan pads, for describe(). Calls whose tensors are not 16-byte aligned (cuFFT
+  // wants its input pointer aligned) pad with the kernel and run the plain r2c.
   DeviceBuffer pad_info_;
+  std::unique_ptr<CufftPlan2d> r2c_cb_a_, r2c_cb_b_;
   std::string pad_reason_;
   std::size_t off_out_ = 0, off_work_ = 0, off_gemm_ = 0, workspace_ = 0;
   // Kept filter spectrum and the cuFFT scratch its transform uses; allocated by set_filter.

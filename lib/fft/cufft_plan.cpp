@@ -1,7 +1,9 @@
 #include "fft/cufft_plan.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include <cufftXt.h>
 
@@ -10,6 +12,20 @@
 #include "pad_load_fatbin.h"  // generated: the callbacks' LTO-IR (lib/CMakeLists.txt)
 
 namespace fftconv::detail {
+
+namespace {
+
+/// The callbacks' LTO-IR in 8-byte aligned memory (bin2c's array is aligned to its bytes only).
+const void* pad_load_fatbin() {
+  static const std::vector<std::uint64_t> aligned = [] {
+    std::vector<std::uint64_t> v((fftconv_pad_load_fatbinLength + 7) / 8, 0);
+    std::memcpy(v.data(), fftconv_pad_load_fatbin, fftconv_pad_load_fatbinLength);
+    return v;
+  }();
+  return aligned.data();
+}
+
+}  // namespace
 
 CufftPlan2d::CufftPlan2d(FftDirection dir, const FftGeometry& g, std::int64_t batch) : dir_(dir) {
   FFTCONV_CUFFT_CHECK(cufftCreate(&handle_));
@@ -45,11 +61,11 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
     const char* name = load.dtype == DType::kF16    ? kPadLoadF16
                        : load.dtype == DType::kBF16 ? kPadLoadBF16
                                                     : kPadLoadF32;
-    void* info = const_cast<PadLoadInfo*>(load.info);
+    caller_info_ = const_cast<PadLoadInfo*>(load.info);
     // cuFFT reads the name and the LTO-IR when the plan is made: both are static.
     const cufftResult set =
-        cufftXtSetJITCallback(handle_, name, fftconv_pad_load_fatbin,
-                              fftconv_pad_load_fatbinLength, CUFFT_CB_LD_REAL, &info);
+        cufftXtSetJITCallback(handle_, name, pad_load_fatbin(), fftconv_pad_load_fatbinLength,
+                              CUFFT_CB_LD_REAL, &caller_info_);
     if (set != CUFFT_SUCCESS) {
       throw Error(Status::kNotSupported, "cuFFT did not accept the pad load callback (cufftResult " +
                                              std::to_string(static_cast<int>(set)) + ")");

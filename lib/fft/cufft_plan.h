@@ -48,6 +48,7 @@ class CufftPlan2d {
   bool created_ = false;
   FftDirection dir_;
   bool load_callback_ = false;
+  void* caller_info_ = nullptr;  ///< the callback's parameters (device), as cuFFT was given it
   std::size_t work_size_ = 0;
 };
 

@@ -40,7 +40,7 @@ TEST(Callbacks, ForwardMatchesOracleInEveryDtype) {
   std::mt19937_64 gen(1201);
   int cases = 0;
   for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    const int count = dtype == DType::kF32 ? 60 : 20;
+    const int count = dtype == DType::kF32 ? 30 : 10;
     for (int i = 0; i < count; ++i) {
       const ConvDesc d = testing::random_desc(gen, dtype);
       const Problem p(d, 1201000 + cases, i % 2 == 0);
@@ -51,15 +51,16 @@ TEST(Callbacks, ForwardMatchesOracleInEveryDtype) {
       ++cases;
     }
   }
-  EXPECT_EQ(cases, 100);
+  EXPECT_EQ(cases, 50);
 }
 
 // Tiles just above the kernel: the callback maps every tile's plane to its image and offset.
 TEST(Callbacks, TiledForwardMatchesOracle) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(1202);
-  for (int i = 0; i < 40; ++i) {
-    const ConvDesc d = testing::random_desc(gen, DType::kF32);
+  for (int i = 0; i < 20; ++i) {
+    const DType dtype = i % 4 == 3 ? DType::kBF16 : i % 4 == 2 ? DType::kF16 : DType::kF32;
+    const ConvDesc d = testing::random_desc(gen, dtype);
     Options o = callbacks(Algo::kFftTiled);
     o.fft_h = d.eff_r() + static_cast<std::int64_t>(gen() % 9);
     o.fft_w = d.eff_s() + static_cast<std::int64_t>(gen() % 9);
@@ -67,7 +68,8 @@ TEST(Callbacks, TiledForwardMatchesOracle) {
     const RunResult r = run_forward(p, o);
     EXPECT_EQ(r.info.algo, Algo::kFftTiled) << d.to_string();
     EXPECT_TRUE(pads_in_callback(r.describe)) << d.to_string() << ": " << r.describe;
-    EXPECT_TRUE(r.err.pass(1e-5)) << d.to_string() << " tile " << o.fft_h << "x" << o.fft_w
+    EXPECT_TRUE(r.err.pass(testing::tolerance(dtype)))
+        << d.to_string() << " tile " << o.fft_h << "x" << o.fft_w
                                   << ": " << r.err.to_string() << " plan: " << r.describe;
   }
 }
@@ -77,8 +79,8 @@ TEST(Callbacks, TiledForwardMatchesOracle) {
 TEST(Callbacks, BackwardPassesMatchOracle) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(1203);
-  for (const DType dtype : {DType::kF32, DType::kF16}) {
-    const int count = dtype == DType::kF32 ? 40 : 15;
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const int count = dtype == DType::kF32 ? 20 : 6;
     testing::RandomDescOptions shape;
     shape.dtype = dtype;
     for (int i = 0; i < count; ++i) {
@@ -97,6 +99,64 @@ TEST(Callbacks, BackwardPassesMatchOracle) {
           << "wgrad " << d.to_string() << ": " << dw.err.to_string() << " plan: " << dw.describe;
     }
   }
+}
+
+// Tensors that are not 16-byte aligned (cuFFT wants its input pointer aligned) take the pad
+// kernel for that call; the same plan then takes aligned ones through the callback again, and
+// repeated calls (replayed as a graph from the second on) give the same result.
+TEST(Callbacks, MisalignedTensorsAndRepeatedCalls) {
+  FFTCONV_REQUIRE_GPU();
+  for (const DType dtype : {DType::kF32, DType::kF16}) {
+    ConvDesc d = small_desc();
+    d.dtype = dtype;
+    const Problem p(d, 1205, true);
+    Plan plan(d, callbacks(Algo::kFft));
+    ASSERT_TRUE(pads_in_callback(plan.describe())) << plan.describe();
+    const std::size_t es = dtype_size(dtype);
+    // x and w one element into a larger buffer: aligned to the element only.
+    testing::DeviceBuffer xs(es * (d.x_elems() + 1)), ws_(es * (d.w_elems() + 1));
+    auto* x_off = static_cast<unsigned char*>(xs.get()) + es;
+    auto* w_off = static_cast<unsigned char*>(ws_.get()) + es;
+    testing::cuda_check(cudaMemcpy(x_off, p.x.get(), es * d.x_elems(), cudaMemcpyDeviceToDevice),
+                        "copy x");
+    testing::cuda_check(cudaMemcpy(w_off, p.w.get(), es * d.w_elems(), cudaMemcpyDeviceToDevice),
+                        "copy w");
+    testing::DeviceBuffer y(es * d.y_elems()), work(plan.workspace_size());
+    const auto run = [&](const void* x, const void* w) {
+      y.poison();
+      plan.forward(x, w, p.bias.get(), y.get(), work.get(), work.bytes(), nullptr);
+      testing::cuda_check(cudaDeviceSynchronize(), "forward");
+      std::vector<unsigned char> host(y.bytes());
+      y.download(host.data(), host.size());
+      return testing::decode(host.data(), d.y_elems(), dtype);
+    };
+    const double tol = testing::tolerance(dtype);
+    for (int call = 0; call < 3; ++call) {
+      const auto misaligned = run(x_off, w_off);
+      EXPECT_TRUE(testing::compare(misaligned, p.ref).pass(tol)) << dtype_name(dtype) << " call "
+                                                                  << call;
+      const auto aligned = run(p.x.get(), p.w.get());
+      EXPECT_TRUE(testing::compare(aligned, p.ref).pass(tol)) << dtype_name(dtype) << " call "
+                                                               << call;
+    }
+  }
+}
+
+// A kept filter (set_filter pads it with the kernel) with the input through the callback.
+TEST(Callbacks, ForwardWithAKeptFilter) {
+  FFTCONV_REQUIRE_GPU();
+  const Problem p(small_desc(), 1206, true);
+  Plan plan(p.desc, callbacks(Algo::kFft));
+  plan.set_filter(p.w.get(), nullptr);
+  testing::DeviceBuffer y(4 * p.desc.y_elems()), work(plan.workspace_size());
+  y.poison();
+  plan.forward(p.x.get(), nullptr, p.bias.get(), y.get(), work.get(), work.bytes(), nullptr);
+  testing::cuda_check(cudaDeviceSynchronize(), "forward");
+  std::vector<unsigned char> host(y.bytes());
+  y.download(host.data(), host.size());
+  const auto out = testing::decode(host.data(), p.desc.y_elems(), DType::kF32);
+  EXPECT_TRUE(pads_in_callback(plan.describe())) << plan.describe();
+  EXPECT_TRUE(testing::compare(out, p.ref).pass(1e-5)) << testing::compare(out, p.ref).to_string();
 }
 
 // Off by default: the pad kernel runs and describe() does not mention the callback.
