@@ -38,7 +38,9 @@
 # bench/parity_small.csv, three passes and dtypes, then bench/parity.py: parity.json and
 # parity.md; FFTCONV_PARITY_SHAPES replaces the two CSV files, e.g. with bench/parity_small.csv
 # alone where the suite rows are measured already; FFTCONV_PARITY_ARGS appended to torch_ops.py's;
-# not by default).
+# not by default), callbacks (the FFT path's pad in cuFFT's load callback against the pad kernel:
+# fftconv-bench on suite.csv, every pass, --stages, with and without --callbacks, each plan's
+# time included: callbacks-on.json, callbacks-off.json; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -376,6 +378,19 @@ if step parity; then
     >"$OUT/parity-ops.txt" 2>&1 || status=1
   python3 bench/parity.py "$OUT/parity-ops.json" --out "$OUT/parity.json" \
     --markdown "$OUT/parity.md" | tee "$OUT/parity.txt" || status=1
+fi
+if step callbacks; then
+  for mode in off on; do
+    flag=""
+    [ "$mode" = on ] && flag="--callbacks"
+    # shellcheck disable=SC2086
+    limited callbacks "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --algo fft \
+      --pass fwd,dgrad,wgrad --verify --no-cudnn $flag --json "$OUT/callbacks-$mode.json" \
+      >"$OUT/callbacks-$mode.txt" 2>&1 || status=1
+    "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --algo fft --stages --no-cudnn \
+      $flag >"$OUT/callbacks-$mode-stages.txt" 2>&1 || status=1
+    grep -E "out of tolerance" "$OUT/callbacks-$mode.txt"
+  done
 fi
 echo "gpu_check status $status"
 exit $status
