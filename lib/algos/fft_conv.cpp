@@ -147,15 +147,7 @@ std::string FftConvAlgo::make_pad_callbacks() {
         m.tiles_h * m.tiles_w * m.inner >= kMax) {
       return "pad kernel: the planes exceed the load callback's 32-bit indices";
     }
-    infos[i] = PadLoadInfo{IntDivider(static_cast<std::uint32_t>(g_.real_plane_floats())),
-                           IntDivider(static_cast<std::uint32_t>(g_.pitch)),
-                           IntDivider(static_cast<std::uint32_t>(m.tiles_h * m.tiles_w * m.inner)),
-                           IntDivider(static_cast<std::uint32_t>(m.inner)),
-                           IntDivider(static_cast<std::uint32_t>(m.tiles_w)),
-                           IntDivider(static_cast<std::uint32_t>(pl.step_h)),
-                           IntDivider(static_cast<std::uint32_t>(pl.step_w)),
-                           m,
-                           pl};
+    infos[i] = pad_load_info(pl, m, g_);
   }
   try {
     DeviceBuffer info(sizeof(infos));

@@ -16,17 +16,8 @@ namespace {
 template <typename T>
 __device__ __forceinline__ float pad_load(const void* src, unsigned long long offset,
                                           const PadLoadInfo& in) {
-  int plane = 0, rest = 0, row = 0, col = 0;
-  in.plane_floats.divmod(static_cast<int>(offset), plane, rest);
-  in.pitch.divmod(rest, row, col);
-  const PlaneSource s = pad_plane_source<int>(plane, in.map, in.place.off_h, in.place.off_w,
-                                              in.per_image, in.inner, in.tiles_w);
-  const int src_h = static_cast<int>(in.place.src_h), src_w = static_cast<int>(in.place.src_w);
-  const int i = placed_source<int>(row, static_cast<int>(s.off_h), in.step_h, src_h);
-  const int j = placed_source<int>(col, static_cast<int>(s.off_w), in.step_w, src_w);
-  if (i < 0 || j < 0) return 0.0f;
-  const T* plane_src = static_cast<const T*>(src) + s.plane * src_h * src_w;
-  return to_float(plane_src[i * src_w + j]);
+  const std::int64_t at = pad_load_source(offset, in);
+  return at < 0 ? 0.0f : to_float(static_cast<const T*>(src)[at]);
 }
 
 }  // namespace
