@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <cufftXt.h>
+#include <nvJitLink.h>
 
 #include "core/check.h"
 #include "fft/pad_load.h"
@@ -23,6 +24,13 @@ const void* pad_load_fatbin() {
     return v;
   }();
   return aligned.data();
+}
+
+/// The nvJitLink that cuFFT links the callbacks with ("13.0"), or why there is none.
+std::string nvjitlink_version(bool* ok) {
+  unsigned major = 0, minor = 0;
+  *ok = nvJitLinkVersion(&major, &minor) == NVJITLINK_SUCCESS;
+  return *ok ? std::to_string(major) + "." + std::to_string(minor) : std::string("unavailable");
 }
 
 }  // namespace
@@ -58,6 +66,12 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
   created_ = true;
   try {
     FFTCONV_CUFFT_CHECK(cufftSetAutoAllocation(handle_, 0));
+    bool linker = false;
+    const std::string linker_version = nvjitlink_version(&linker);
+    if (!linker) {
+      throw Error(Status::kNotSupported, "nvJitLink, which links cuFFT's LTO callbacks, is " +
+                                             linker_version);
+    }
     const char* name = load.dtype == DType::kF16    ? kPadLoadF16
                        : load.dtype == DType::kBF16 ? kPadLoadBF16
                                                     : kPadLoadF32;
@@ -80,7 +94,9 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
     if (made != CUFFT_SUCCESS) {
       throw Error(Status::kNotSupported,
                   "cuFFT could not make an r2c plan with the pad load callback (cufftResult " +
-                      std::to_string(static_cast<int>(made)) + ")");
+                      std::to_string(static_cast<int>(made)) + ", nvJitLink " + linker_version +
+                      ", callbacks compiled by CUDA " + std::to_string(CUDART_VERSION / 1000) +
+                      "." + std::to_string(CUDART_VERSION % 1000 / 10) + ")");
     }
     work_size_ = work;
   } catch (...) {
