@@ -223,6 +223,11 @@ int parse_args(int argc, char** argv, Config& c) {
                "FFT path: pad in a cuFFT load callback as the r2c reads\n"
                "(Options::fft_callbacks) instead of in a pad kernel")
       ->group(kRun);
+  app.add_flag("--shared-spectrum", c.shared_spectrum,
+               "also time a training step's use of the filter spectrum (Plan::filter_spectrum):\n"
+               "fwd: filter_spectrum + forward_with_spectrum; dgrad: backward_data_with_spectrum\n"
+               "of the forward plan's spectrum, at its FFT size")
+      ->group(kRun);
   bool no_pointer_check = false;
   app.add_flag("--no-pointer-check", no_pointer_check,
                "plans without Options::check_pointers (to measure what the check costs)")

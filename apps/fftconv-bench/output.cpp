@@ -63,6 +63,13 @@ Json row_json(const Row& r) {
   j["kept_cold_ms"] = number(r.kept_cold_ms);
   j["kept_host_us"] = number(r.kept_host_us);
   if (!r.kept_note.empty()) j["kept_plan"] = r.kept_note;
+  if (!r.shared_note.empty()) {
+    j["shared_ms"] = number(r.shared_ms);
+    j["shared_rel_err"] = number(r.shared_rel_err);
+    j["shared_cold_ms"] = number(r.shared_cold_ms);
+    j["shared_host_us"] = number(r.shared_host_us);
+    j["shared_plan"] = r.shared_note;
+  }
   j["gemm"] = r.gemm;
   j["workspace_bytes"] = r.workspace_bytes;
   j["floor_ms"] = number(r.floor_ms);
@@ -163,6 +170,12 @@ void print_row(const Row& r) {
     std::printf("  kept filter: %s ms, cold %s ms, host %s us: %s\n", fmt(r.kept_ms).c_str(),
                 fmt(r.kept_cold_ms).c_str(), fmt(r.kept_host_us, "%.1f").c_str(),
                 r.kept_note.c_str());
+  }
+  if (!r.shared_note.empty()) {
+    std::printf("  shared spectrum: %s ms, cold %s ms, host %s us, rel_err %s: %s\n",
+                fmt(r.shared_ms).c_str(), fmt(r.shared_cold_ms).c_str(),
+                fmt(r.shared_host_us, "%.1f").c_str(), fmt(r.shared_rel_err, "%.2e").c_str(),
+                r.shared_note.c_str());
   }
   if (!r.gemm_ms.empty()) {
     std::printf("  gemm sweep (fft ms):");

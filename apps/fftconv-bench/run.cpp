@@ -3,6 +3,7 @@
 #include "run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -121,6 +122,24 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
           r.ok = false;
           r.status = "FAIL with kept filter " + e.to_string() + "; repro: fftconv-bench --desc " +
                      r.desc + " --pass " + r.pass + " --verify";
+        }
+      }
+    }
+    if (cfg.shared_spectrum && pass != Pass::kBackwardFilter &&
+        engine.backend != fftconv::Backend::kCpu) {
+      const Timed s = time_shared_spectrum(d, engine, in, cfg, stream);
+      r.shared_ms = s.ms;
+      r.shared_cold_ms = s.cold_ms;
+      r.shared_host_us = s.host_us;
+      r.shared_note = s.describe;
+      if (cfg.verify && !std::isnan(s.ms)) {
+        const ft::ErrorStats e = check_output();
+        r.shared_rel_err = e.rel_l2;
+        if (!e.pass(ft::tolerance(d.dtype))) {
+          r.ok = false;
+          r.status = "FAIL with shared spectrum " + e.to_string() +
+                     "; repro: fftconv-bench --desc " + r.desc + " --pass " + r.pass +
+                     " --shared-spectrum --verify";
         }
       }
     }

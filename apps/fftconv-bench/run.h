@@ -32,6 +32,10 @@ struct Row {
   double kept_ms = NAN, kept_rel_err = NAN;  // fwd/dgrad with the filter spectrum kept (set_filter)
   double kept_cold_ms = NAN, kept_host_us = NAN;  // the kept filter's cold and host times
   std::string kept_note;  // describe() of the plan with the filter kept (how it runs)
+  // --shared-spectrum (fwd: writing the spectrum and reading it; dgrad: reading the forward
+  // plan's): times, error, the plan, or why the row has none.
+  double shared_ms = NAN, shared_rel_err = NAN, shared_cold_ms = NAN, shared_host_us = NAN;
+  std::string shared_note;
   std::int64_t tiles_h = 1, tiles_w = 1;
   std::string algo, gemm, reason;
   std::int64_t fft_h = 0, fft_w = 0;

@@ -164,6 +164,56 @@ Timed time_plan(const ConvDesc& d, const Options& o, Inputs& in, const Config& c
   return t;
 }
 
+Timed time_shared_spectrum(const ConvDesc& d, const Options& o, Inputs& in, const Config& cfg,
+                           cudaStream_t stream) {
+  Timed t;
+  Options fo = o;
+  fo.pass = Pass::kForward;
+  Plan fwd(d, fo);
+  if (fwd.filter_spectrum_size() == 0 ||
+      (o.pass == Pass::kBackwardData && fwd.info().algo != fftconv::Algo::kFft)) {
+    t.describe = "no shared spectrum: the forward plan is " + fwd.describe();
+    return t;
+  }
+  std::unique_ptr<Plan> dgrad;
+  if (o.pass == Pass::kBackwardData) {
+    Options po = o;
+    po.algo = fftconv::Algo::kFft;
+    po.fft_h = fwd.info().fft_h;
+    po.fft_w = fwd.info().fft_w;
+    const auto t0 = std::chrono::steady_clock::now();
+    dgrad = std::make_unique<Plan>(d, po);
+    t.plan_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const Plan& plan = dgrad ? *dgrad : fwd;
+  t.info = plan.info();
+  t.describe = plan.describe();
+  ft::DeviceBuffer spec(fwd.filter_spectrum_size()), ws_fwd(fwd.workspace_size()),
+      ws(plan.workspace_size());
+  fwd.filter_spectrum(in.w[0].get(), spec.get(), ws_fwd.get(), ws_fwd.bytes(), stream);
+  const auto run = [&](int c) {
+    const auto i = static_cast<std::size_t>(c);
+    if (dgrad) {
+      dgrad->backward_data_with_spectrum(in.dy[i].get(), spec.get(), in.out.get(), ws.get(),
+                                         ws.bytes(), stream);
+    } else {
+      fwd.filter_spectrum(in.w[i].get(), spec.get(), ws.get(), ws.bytes(), stream);
+      fwd.forward_with_spectrum(in.x[i].get(), spec.get(), in.bias.get(), in.out.get(), ws.get(),
+                                ws.bytes(), stream);
+    }
+  };
+  const auto rotated = [&](int i) { run(i % in.copies); };
+  t.ms = cfg.graph ? ft::graph_median_ms(run, in.copies, stream, cfg.warmup, cfg.iters)
+                   : ft::median_ms(rotated, stream, cfg.warmup, cfg.iters);
+  t.host_us = host_us_per_call(rotated, stream);
+  t.cold_ms = cold_ms_per_call(rotated, stream, cfg.iters);
+  in.out.poison();
+  run(0);
+  ft::cuda_check(cudaStreamSynchronize(stream), "run");
+  return t;
+}
+
 Interleaved interleaved_times(const std::vector<const ft::ShapeRow*>& group,
                               const std::vector<std::uint64_t>& seeds, Pass pass, const Config& cfg,
                               cudaStream_t stream) {

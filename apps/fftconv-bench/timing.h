@@ -64,6 +64,14 @@ Timed time_plan(const fftconv::ConvDesc& d, const fftconv::Options& o, Inputs& i
                 const Config& cfg, cudaStream_t stream, bool stages = false, bool kept = false,
                 bool timed = true);
 
+/// --shared-spectrum, fwd and dgrad: a training step's filter spectrum. The forward plan of
+/// `o` writes it; fwd times filter_spectrum + forward_with_spectrum per call, dgrad times
+/// backward_data_with_spectrum of a plan at the forward plan's FFT size reading it (written once).
+/// Leaves the result in in.out. t.ms is NaN and t.describe says why where the forward plan has no
+/// spectrum to share.
+Timed time_shared_spectrum(const fftconv::ConvDesc& d, const fftconv::Options& o, Inputs& in,
+                           const Config& cfg, cudaStream_t stream);
+
 /// --interleave: per row of a group, its engine times (every round), or why it was not timed.
 struct Interleaved {
   std::vector<std::vector<float>> times;  ///< empty for a row that was not timed

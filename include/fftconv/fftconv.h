@@ -149,6 +149,27 @@ FFTCONV_API fftconv_status_t fftconv_plan_set_filter(fftconv_plan_t plan, const 
                                                      cudaStream_t stream);
 FFTCONV_API fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan);
 
+/* A per-call filter's spectrum in caller memory, shared by the forward and backward-data plans
+   of one layer (see fftconv::Plan::filter_spectrum_size): *bytes is 0 where the plan has none.
+   *shared is 1 when plans a and b read each other's spectra. */
+FFTCONV_API fftconv_status_t fftconv_plan_filter_spectrum_size(fftconv_plan_t plan, size_t* bytes);
+FFTCONV_API fftconv_status_t fftconv_plans_share_filter_spectrum(fftconv_plan_t a, fftconv_plan_t b,
+                                                                 int* shared);
+FFTCONV_API fftconv_status_t fftconv_filter_spectrum(fftconv_plan_t plan, const void* w,
+                                                     void* spectrum, void* workspace,
+                                                     size_t workspace_bytes, cudaStream_t stream);
+FFTCONV_API fftconv_status_t fftconv_forward_with_spectrum(fftconv_plan_t plan, const void* x,
+                                                           const void* spectrum, const void* bias,
+                                                           void* y, void* workspace,
+                                                           size_t workspace_bytes,
+                                                           cudaStream_t stream);
+FFTCONV_API fftconv_status_t fftconv_backward_data_with_spectrum(fftconv_plan_t plan,
+                                                                 const void* dy,
+                                                                 const void* spectrum, void* dx,
+                                                                 void* workspace,
+                                                                 size_t workspace_bytes,
+                                                                 cudaStream_t stream);
+
 /* Stable name ("bad_shape") and one-line description of a status. */
 FFTCONV_API const char* fftconv_status_name(fftconv_status_t status);
 FFTCONV_API const char* fftconv_status_string(fftconv_status_t status);

@@ -83,6 +83,44 @@ class FFTCONV_API Plan {
   bool has_filter() const;
   /// Device bytes the kept filter holds (0 when none).
   std::size_t filter_bytes() const;
+  /// A per-call filter's spectrum, shared by the plans of one layer: in a training step the
+  /// forward pass computes it once and backward data reads it again while the weights are
+  /// unchanged, so neither pays the filter's pad and transform a second time. The spectrum lives
+  /// in caller memory (device memory for GPU plans, host memory on Backend::kCpu) of
+  /// filter_spectrum_size() bytes, 256-byte aligned, which the caller owns and may free once the
+  /// calls that read it have finished:
+  ///
+  ///   fwd.filter_spectrum(w, spec, ws, ws_bytes, stream);
+  ///   fwd.forward_with_spectrum(x, spec, bias, y, ws, ws_bytes, stream);
+  ///   ...
+  ///   dgrad.backward_data_with_spectrum(dy, spec, dx, ws2, ws2_bytes, stream);  // if shares
+  ///
+  /// The spectrum is of the filter's values when filter_spectrum() ran: after the weights
+  /// change, compute it again.
+  ///
+  /// Bytes of the spectrum: non-zero for forward and backward-data plans of the FFT path (full
+  /// image, tiled, and the CPU backend); 0 where the plan's algorithm has none (cuDNN, the fused
+  /// and separable paths, backward filter), whose *_spectrum calls throw kNotSupported.
+  std::size_t filter_spectrum_size() const;
+  /// True when `other` reads the spectra this plan writes and the reverse: both have one, of the
+  /// same backend, dtype, filter shape, dilation and FFT size. Forward and backward-data plans of
+  /// one layer share it when they run at the same FFT size (Options::fft_h and fft_w can force
+  /// the backward-data plan to the forward plan's info().fft_h x fft_w).
+  bool shares_filter_spectrum(const Plan& other) const;
+  /// Writes the spectrum of filter w (the descriptor's k x c/groups x r x s, of its dtype) to
+  /// `spectrum`. Uses the workspace (workspace_size() bytes) for scratch; enqueue only.
+  void filter_spectrum(const void* w, void* spectrum, void* workspace, std::size_t workspace_bytes,
+                       cudaStream_t stream) const;
+  /// forward() with the filter given as its spectrum, written by filter_spectrum() of this plan
+  /// or of one that shares_filter_spectrum(); the filter's pad and transform are skipped.
+  void forward_with_spectrum(const void* x, const void* spectrum, const void* bias, void* y,
+                             void* workspace, std::size_t workspace_bytes,
+                             cudaStream_t stream) const;
+  /// backward_data() with the filter given as its spectrum (as forward_with_spectrum).
+  void backward_data_with_spectrum(const void* dy, const void* spectrum, void* dx,
+                                   void* workspace, std::size_t workspace_bytes,
+                                   cudaStream_t stream) const;
+
   /// CUDA graphs the plan holds for pointer sets it has seen twice (Options::graph_replay; at
   /// most 64, the least recently used dropped first). set_filter() and clear_filter() drop them,
   /// after waiting for the launches that read the kept filter.

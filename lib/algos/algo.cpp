@@ -26,6 +26,11 @@ class EventMarks final : public StageMarks {
 
 }  // namespace
 
+void ConvAlgo::filter_spectrum(const void*, void*, void*, cudaStream_t) {
+  // Plan checks filter_spectrum_size() first; reaching this is a bug.
+  throw Error(Status::kInternal, "filter_spectrum on an algorithm without a shared spectrum");
+}
+
 std::vector<StageTime> ConvAlgo::profile_forward(const RunArgs& args, cudaStream_t stream,
                                                  int iters) {
   run(args, stream, nullptr);  // warm-up

@@ -26,6 +26,10 @@ struct RunArgs {
   void* out = nullptr;
   void* workspace = nullptr;  // workspace_size() bytes, 256-byte aligned
   float alpha = 1.0f, beta = 0.0f;
+  /// Forward and backward data: the filter's spectrum in caller memory, as filter_spectrum()
+  /// wrote it (by this algorithm or one of the same filter_spectrum_layout()); when set, w is
+  /// not read and the kept filter not used.
+  const void* w_spectrum = nullptr;
 };
 
 /// Receives a mark after each stage of a pass (profiling only).
@@ -53,6 +57,17 @@ class ConvAlgo {
   virtual void clear_filter() = 0;
   virtual bool has_filter() const = 0;
   virtual std::size_t filter_bytes() const = 0;
+  /// Bytes of the filter spectrum filter_spectrum() writes and run() reads from
+  /// RunArgs::w_spectrum; 0 where the algorithm has none to share (then filter_spectrum() must
+  /// not be called).
+  virtual std::size_t filter_spectrum_size() const { return 0; }
+  /// What a shared spectrum holds (backend, dtype, filter shape, FFT size): two algorithms with
+  /// equal non-empty layouts read each other's spectra.
+  virtual std::string filter_spectrum_layout() const { return {}; }
+  /// Writes the spectrum of filter `w` to `spectrum` (filter_spectrum_size() bytes, 256-byte
+  /// aligned), using the workspace for scratch. Enqueued on `stream`; never allocates.
+  virtual void filter_spectrum(const void* w, void* spectrum, void* workspace,
+                               cudaStream_t stream);
   /// How the kept filter runs, where that was decided at set_filter (e.g. the host's separable
   /// path); empty otherwise. Plan::describe() appends it.
   virtual std::string kept_filter_note() const { return {}; }

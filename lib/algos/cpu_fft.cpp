@@ -25,7 +25,7 @@ class HostAlgo final : public ConvAlgo {
 
   void run(const RunArgs& a, cudaStream_t, StageMarks*) override {
     // The kept filter runs as r pairs of 1-D passes where set_filter found it low rank.
-    if (separable_ && a.w == nullptr) {
+    if (separable_ && a.w == nullptr && a.w_spectrum == nullptr) {
       if (pass_ == Pass::kForward) {
         separable_->forward(static_cast<const float*>(a.x), static_cast<const float*>(a.bias),
                             static_cast<float*>(a.out));
@@ -40,7 +40,7 @@ class HostAlgo final : public ConvAlgo {
         break;
       case Pass::kBackwardData:
         host_->backward_data(static_cast<const float*>(a.dy), static_cast<const float*>(a.w),
-                             static_cast<float*>(a.out));
+                             static_cast<const float*>(a.w_spectrum), static_cast<float*>(a.out));
         break;
       case Pass::kBackwardFilter:
         host_->backward_filter(static_cast<const float*>(a.x), static_cast<const float*>(a.dy),
@@ -91,6 +91,11 @@ class HostAlgo final : public ConvAlgo {
     return separable_ ? separable_->bytes() : host_->filter_bytes();
   }
   std::string kept_filter_note() const override { return note_; }
+  std::size_t filter_spectrum_size() const override { return host_->filter_spectrum_size(); }
+  std::string filter_spectrum_layout() const override { return host_->filter_spectrum_layout(); }
+  void filter_spectrum(const void* w, void* spectrum, void*, cudaStream_t) override {
+    host_->filter_spectrum(static_cast<const float*>(w), static_cast<float*>(spectrum));
+  }
 
   // The host clock times the stages: one warm-up, then the median per stage.
   std::vector<StageTime> profile_forward(const RunArgs& a, cudaStream_t, int iters) override {
@@ -110,7 +115,8 @@ class HostAlgo final : public ConvAlgo {
  private:
   static HostFwdArgs fwd_args(const RunArgs& a) {
     return {static_cast<const float*>(a.x), static_cast<const float*>(a.w),
-            static_cast<const float*>(a.bias), static_cast<float*>(a.out)};
+            static_cast<const float*>(a.bias), static_cast<float*>(a.out),
+            static_cast<const float*>(a.w_spectrum)};
   }
 
   std::unique_ptr<HostConv> host_;

@@ -79,6 +79,7 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
   r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
   if (has_filter_input(pass_)) {
     r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
+    r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.b);
   }
   c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_.out);
   const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
@@ -87,8 +88,9 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
   const auto work = [](const std::unique_ptr<CufftPlan2d>& plan) {
     return plan ? plan->work_size() : std::size_t{0};
   };
-  off_gemm_ = off_work_ + align_up(std::max({work(r2c_all_), work(r2c_a_), work(r2c_cb_a_),
-                                             work(r2c_cb_b_), c2r_->work_size()}));
+  off_gemm_ = off_work_ + align_up(std::max({work(r2c_all_), work(r2c_a_), work(r2c_w_),
+                                             work(r2c_cb_a_), work(r2c_cb_b_),
+                                             c2r_->work_size()}));
   workspace_ = off_gemm_ + align_up(runner_->workspace_size(gemm_));
   if (workspace_ > o.workspace_limit) {
     throw Error(Status::kOutOfMemory, what(g_) + " needs a workspace of " +
@@ -170,9 +172,13 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   auto* spec_in = reinterpret_cast<float*>(base);
   auto* spec_out = reinterpret_cast<float*>(base + off_out_);
   void* work = base + off_work_;
-  const bool per_call_filter = !has_filter_input(pass_) || a.w != nullptr;
-  FFTCONV_ASSERT(per_call_filter || kept_, "a pass without a filter and none kept");
-  if (!per_call_filter) kept_fence_.mark(stream);
+  // The filter: its spectrum in caller memory (filter_spectrum), the tensor w (padded and
+  // transformed here), or the kept spectrum (set_filter).
+  const bool shared_spectrum = has_filter_input(pass_) && a.w_spectrum != nullptr;
+  const bool per_call_filter = !has_filter_input(pass_) || (a.w != nullptr && !shared_spectrum);
+  FFTCONV_ASSERT(per_call_filter || shared_spectrum || kept_,
+                 "a pass without a filter and none kept");
+  if (!per_call_filter && !shared_spectrum) kept_fence_.mark(stream);
 
   // 1. zero-pad both operand segments into one batch of FFT planes, unless the filter spectrum
   //    is kept (pad_segments), and 2. one r2c over every plane padded. With the pad load
@@ -193,7 +199,9 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   // 3. per-frequency GEMM of the pass (gemm_problem); m = image*tile in the forward pass.
   CgemmOperands ops;
   const auto* spec_a = reinterpret_cast<const float2*>(spec_in);
-  const auto* spec_bc = per_call_filter ? spec_a + planes_.a * g_.bins : kept_.as<const float2>();
+  const auto* spec_bc = per_call_filter   ? spec_a + planes_.a * g_.bins
+                        : shared_spectrum ? static_cast<const float2*>(a.w_spectrum)
+                                          : kept_.as<const float2>();
   // wgrad contracts A = DY (segment b) with B = X (segment a); the others A = segment a.
   ops.a = pass_ == Pass::kBackwardFilter ? spec_bc : spec_a;
   ops.b = pass_ == Pass::kBackwardFilter ? spec_a : spec_bc;
@@ -257,13 +265,39 @@ std::size_t FftConvAlgo::filter_bytes() const {
   return kept_ ? static_cast<std::size_t>(planes_.b) * g_.bins * 8 : 0;
 }
 
+std::size_t FftConvAlgo::filter_spectrum_size() const {
+  return has_filter_input(pass_) ? static_cast<std::size_t>(planes_.b) * g_.bins * 8 : 0;
+}
+
+std::string FftConvAlgo::filter_spectrum_layout() const {
+  if (!has_filter_input(pass_)) return {};
+  return std::string("gpu ") + dtype_name(d_.dtype) + " k" + std::to_string(d_.k) + " c" +
+         std::to_string(d_.c_per_group()) + " r" + std::to_string(d_.r) + "s" +
+         std::to_string(d_.s) + " d" + std::to_string(d_.dil_h) + "x" +
+         std::to_string(d_.dil_w) + " fft " + size_text(g_);
+}
+
+void FftConvAlgo::transform_filter(const void* w, float* spectrum, void* work,
+                                   cudaStream_t stream) const {
+  const PadSegment seg{w, spectrum, planes_.b, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w},
+                       TileMap{}};
+  launch_pad(&seg, 1, d_.dtype, g_, stream);
+  r2c_w_->exec(spectrum, work, stream);
+}
+
+void FftConvAlgo::filter_spectrum(const void* w, void* spectrum, void* workspace,
+                                  cudaStream_t stream) {
+  FFTCONV_ASSERT(has_filter_input(pass_), "filter_spectrum on a backward-filter plan");
+  transform_filter(w, static_cast<float*>(spectrum), static_cast<unsigned char*>(workspace) + off_work_,
+                   stream);
+}
+
 void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
   if (!has_filter_input(pass_)) {
     throw Error(Status::kInvalidArgument,
                 "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
   }
   if (!kept_) {
-    if (!r2c_w_) r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.b);
     const std::size_t bytes = static_cast<std::size_t>(planes_.b) * g_.bins * 8;
     try {
       DeviceBuffer kept(bytes);
@@ -277,10 +311,7 @@ void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
                                   " bytes of cuFFT scratch: " + e.what());
     }
   }
-  const PadSegment seg{w, kept_.as<float>(), planes_.b,
-                       Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w}, TileMap{}};
-  launch_pad(&seg, 1, d_.dtype, g_, stream);
-  r2c_w_->exec(kept_.as<float>(), kept_work_.get(), stream);
+  transform_filter(w, kept_.as<float>(), kept_work_.get(), stream);
   kept_fence_.mark(stream);
 }
 

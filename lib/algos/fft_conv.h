@@ -43,6 +43,10 @@ class FftConvAlgo final : public ConvAlgo {
   void clear_filter() override;
   bool has_filter() const override { return static_cast<bool>(kept_); }
   std::size_t filter_bytes() const override;
+  std::size_t filter_spectrum_size() const override;
+  std::string filter_spectrum_layout() const override;
+  void filter_spectrum(const void* w, void* spectrum, void* workspace,
+                       cudaStream_t stream) override;
 
   /// Bytes of the two spectrum buffers (operand planes, result planes) of Options::pass.
   static std::size_t spectrum_bytes(const ConvDesc& d, const FftGeometry& g, Pass pass);
@@ -51,6 +55,8 @@ class FftConvAlgo final : public ConvAlgo {
   /// The two operand segments of the pass as the pad stage places them (sources from `a`, the
   /// first destination plane at spec_in); segment b is the filter (dy for backward filter).
   void pad_segments(const RunArgs& a, float* spec_in, PadSegment (&segs)[2]) const;
+  /// Pads filter w into `spectrum` and transforms it in place (r2c_w_, scratch `work`).
+  void transform_filter(const void* w, float* spectrum, void* work, cudaStream_t stream) const;
   /// Builds the load-callback r2c plans; returns how the plan pads (the reason when it cannot).
   std::string make_pad_callbacks();
 
@@ -62,8 +68,9 @@ class FftConvAlgo final : public ConvAlgo {
   CgemmProblem gemm_;
   std::unique_ptr<CgemmRunner> runner_;
   std::string gemm_reason_;
-  // r2c over both operand segments (per-call filter), over segment a only (kept filter), over
-  // the filter planes only (set_filter), and the c2r of the result planes.
+  // r2c over both operand segments (per-call filter), over segment a only (kept or shared
+  // filter spectrum), over the filter planes only (set_filter, filter_spectrum), and the c2r of
+  // the result planes.
   std::unique_ptr<CufftPlan2d> r2c_all_, r2c_a_, r2c_w_, c2r_;
   // Options::fft_callbacks: the callbacks' parameters (two PadLoadInfo; declared first, so that
   // they outlive the plans), an r2c per operand segment that pads as it reads (null without),

@@ -21,6 +21,7 @@ struct TensorArg {
   const void* ptr;
   std::int64_t elems;
   std::size_t esize;
+  std::size_t align = 0;  // alignment the pointer needs; 0: its element size
   Range range() const {
     const auto b = reinterpret_cast<std::uintptr_t>(ptr);
     return Range{name, b, ptr ? b + static_cast<std::uintptr_t>(elems) * esize : b};
@@ -63,9 +64,12 @@ Status check_tensors(const ConvDesc& d, const TensorArg* inputs, int count, cons
   };
   for (int i = 0; i <= count; ++i) {
     const TensorArg& t = i < count ? inputs[i] : out;
-    if (t.ptr && reinterpret_cast<std::uintptr_t>(t.ptr) % t.esize != 0) {
-      return fail(Status::kMisalignedPointer, std::string(t.name) + " is not aligned to its " +
-                                                  std::to_string(t.esize) + "-byte elements");
+    const std::size_t align = t.align ? t.align : t.esize;
+    if (t.ptr && reinterpret_cast<std::uintptr_t>(t.ptr) % align != 0) {
+      return fail(Status::kMisalignedPointer,
+                  std::string(t.name) + " is not aligned to " +
+                      (t.align ? std::to_string(align) + " bytes"
+                               : "its " + std::to_string(align) + "-byte elements"));
     }
   }
   if (workspace_bytes < workspace_needed) {
@@ -115,20 +119,30 @@ Status fail_null(const ConvDesc& d, const std::string& why, std::string* message
   return Status::kNullPointer;
 }
 
+// The filter argument of forward and backward data: the tensor w, or its spectrum.
+TensorArg filter_arg(const ConvDesc& d, const void* w, const FilterSpectrumArg* spectrum) {
+  if (spectrum) {
+    return {"spectrum", spectrum->ptr, static_cast<std::int64_t>(spectrum->bytes), 1,
+            kWorkspaceAlignment};
+  }
+  return {"w", w, d.w_elems(), dtype_size(d.dtype)};
+}
+
 }  // namespace
 
 Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const void* bias,
                           const void* y, const void* workspace, std::size_t workspace_bytes,
                           std::size_t workspace_needed, bool filter_kept, std::string* message,
-                          int device) {
+                          int device, const FilterSpectrumArg* spectrum) {
   if (!x) return fail_null(d, "x is null", message);
-  if (!w && !filter_kept) {
+  if (spectrum && !spectrum->ptr) return fail_null(d, "spectrum is null", message);
+  if (!spectrum && !w && !filter_kept) {
     return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
   }
   if (!y) return fail_null(d, "y is null", message);
   const std::size_t es = dtype_size(d.dtype);
   const TensorArg in[] = {
-      {"x", x, d.x_elems(), es}, {"w", w, d.w_elems(), es}, {"bias", bias, d.k, es}};
+      {"x", x, d.x_elems(), es}, filter_arg(d, w, spectrum), {"bias", bias, d.k, es}};
   return check_tensors(d, in, 3, TensorArg{"y", y, d.y_elems(), es}, workspace, workspace_bytes,
                        workspace_needed, message, device);
 }
@@ -136,14 +150,16 @@ Status check_forward_args(const ConvDesc& d, const void* x, const void* w, const
 Status check_backward_data_args(const ConvDesc& d, const void* dy, const void* w, const void* dx,
                                 const void* workspace, std::size_t workspace_bytes,
                                 std::size_t workspace_needed, bool filter_kept,
-                                std::string* message, int device) {
+                                std::string* message, int device,
+                                const FilterSpectrumArg* spectrum) {
   if (!dy) return fail_null(d, "dy is null", message);
-  if (!w && !filter_kept) {
+  if (spectrum && !spectrum->ptr) return fail_null(d, "spectrum is null", message);
+  if (!spectrum && !w && !filter_kept) {
     return fail_null(d, "w is null and the plan keeps no filter (set_filter)", message);
   }
   if (!dx) return fail_null(d, "dx is null", message);
   const std::size_t es = dtype_size(d.dtype);
-  const TensorArg in[] = {{"dy", dy, d.y_elems(), es}, {"w", w, d.w_elems(), es}};
+  const TensorArg in[] = {{"dy", dy, d.y_elems(), es}, filter_arg(d, w, spectrum)};
   return check_tensors(d, in, 2, TensorArg{"dx", dx, d.x_elems(), es}, workspace, workspace_bytes,
                        workspace_needed, message, device);
 }
@@ -163,6 +179,17 @@ Status check_backward_filter_args(const ConvDesc& d, const void* x, const void* 
   const TensorArg in[] = {{"x", x, d.x_elems(), es}, {"dy", dy, d.y_elems(), es}};
   return check_tensors(d, in, 2, TensorArg{"dw", dw, d.w_elems(), dtype_size(dw_dtype)}, workspace,
                        workspace_bytes, workspace_needed, message, device);
+}
+
+Status check_filter_spectrum_args(const ConvDesc& d, const void* w,
+                                  const FilterSpectrumArg& spectrum, const void* workspace,
+                                  std::size_t workspace_bytes, std::size_t workspace_needed,
+                                  std::string* message, int device) {
+  if (!w) return fail_null(d, "w is null", message);
+  if (!spectrum.ptr) return fail_null(d, "spectrum is null", message);
+  const TensorArg in[] = {{"w", w, d.w_elems(), dtype_size(d.dtype)}};
+  return check_tensors(d, in, 1, filter_arg(d, nullptr, &spectrum), workspace, workspace_bytes,
+                       workspace_needed, message, device);
 }
 
 }  // namespace fftconv::detail

@@ -221,6 +221,49 @@ fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan) {
   return guarded([&] { plan->plan.clear_filter(); });
 }
 
+fftconv_status_t fftconv_plan_filter_spectrum_size(fftconv_plan_t plan, size_t* bytes) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  if (!bytes) return fail(fftconv::Status::kNullPointer, "bytes is null");
+  *bytes = plan->plan.filter_spectrum_size();
+  return ok();
+}
+
+fftconv_status_t fftconv_plans_share_filter_spectrum(fftconv_plan_t a, fftconv_plan_t b,
+                                                     int* shared) {
+  if (!a || !b) return fail(fftconv::Status::kNullPointer, "plan is null");
+  if (!shared) return fail(fftconv::Status::kNullPointer, "shared is null");
+  *shared = a->plan.shares_filter_spectrum(b->plan) ? 1 : 0;
+  return ok();
+}
+
+fftconv_status_t fftconv_filter_spectrum(fftconv_plan_t plan, const void* w, void* spectrum,
+                                         void* workspace, size_t workspace_bytes,
+                                         cudaStream_t stream) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded(
+      [&] { plan->plan.filter_spectrum(w, spectrum, workspace, workspace_bytes, stream); });
+}
+
+fftconv_status_t fftconv_forward_with_spectrum(fftconv_plan_t plan, const void* x,
+                                               const void* spectrum, const void* bias, void* y,
+                                               void* workspace, size_t workspace_bytes,
+                                               cudaStream_t stream) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded([&] {
+    plan->plan.forward_with_spectrum(x, spectrum, bias, y, workspace, workspace_bytes, stream);
+  });
+}
+
+fftconv_status_t fftconv_backward_data_with_spectrum(fftconv_plan_t plan, const void* dy,
+                                                     const void* spectrum, void* dx,
+                                                     void* workspace, size_t workspace_bytes,
+                                                     cudaStream_t stream) {
+  if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
+  return guarded([&] {
+    plan->plan.backward_data_with_spectrum(dy, spectrum, dx, workspace, workspace_bytes, stream);
+  });
+}
+
 const char* fftconv_status_name(fftconv_status_t status) {
   return fftconv::status_name(static_cast<fftconv::Status>(status));
 }

@@ -25,8 +25,8 @@ GraphReplay::~GraphReplay() {
 
 GraphReplay::Key GraphReplay::key_of(const RunArgs& a) {
   Key k;
-  k.ptr = {address(a.x),    address(a.w),   address(a.dy),
-           address(a.bias), address(a.out), address(a.workspace)};
+  k.ptr = {address(a.x),   address(a.w),         address(a.dy),        address(a.bias),
+           address(a.out), address(a.workspace), address(a.w_spectrum)};
   k.alpha = bits(a.alpha);
   k.beta = bits(a.beta);
   return k;

@@ -48,7 +48,7 @@ class GraphReplay {
   // (the plan cache of the PyTorch package shares a plan between them).
   static constexpr std::size_t kSlots = 64;
   struct Key {
-    std::array<std::uintptr_t, 6> ptr{};
+    std::array<std::uintptr_t, 7> ptr{};
     std::uint32_t alpha = 0, beta = 0;
     bool operator==(const Key& o) const {
       return ptr == o.ptr && alpha == o.alpha && beta == o.beta;

@@ -131,7 +131,7 @@ void run_checked(std::mutex& mu, detail::ConvAlgo& algo, detail::GraphReplay& re
   const Status st = check(algo, &why);
   if (st != Status::kSuccess) throw Error(st, why);
   // A launch reads the kept filter only where the call passes none (w == nullptr).
-  const bool kept = algo.has_filter() && args.w == nullptr;
+  const bool kept = algo.has_filter() && args.w == nullptr && args.w_spectrum == nullptr;
   if (!replay.run(algo, args, stream, kept)) algo.run(args, stream, nullptr);
 }
 
@@ -175,6 +175,78 @@ void Plan::backward_filter(const void* x, const void* dy, void* dw, void* worksp
                 return detail::check_backward_filter_args(
                     d, x, dy, dw, dw_dtype, alpha, beta, workspace, workspace_bytes,
                     a.workspace_size(), why, impl_->pointer_device);
+              });
+}
+
+namespace {
+
+// The spectrum calls need a plan whose algorithm has one.
+std::size_t require_spectrum(const Plan& plan, const detail::ConvAlgo& algo, const char* method) {
+  const std::size_t bytes = algo.filter_spectrum_size();
+  if (bytes == 0) {
+    throw Error(Status::kNotSupported,
+                std::string(method) + ": a plan of algo=" + algo_name(plan.info().algo) +
+                    " pass=" + pass_name(plan.info().pass) +
+                    " has no filter spectrum to share (the FFT path's forward and backward-data "
+                    "plans have) [" +
+                    plan.desc().to_string() + "]");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::size_t Plan::filter_spectrum_size() const { return impl_->algo->filter_spectrum_size(); }
+
+bool Plan::shares_filter_spectrum(const Plan& other) const {
+  const std::string mine = impl_->algo->filter_spectrum_layout();
+  return !mine.empty() && mine == other.impl_->algo->filter_spectrum_layout();
+}
+
+void Plan::filter_spectrum(const void* w, void* spectrum, void* workspace,
+                           std::size_t workspace_bytes, cudaStream_t stream) const {
+  const std::size_t bytes = require_spectrum(*this, *impl_->algo, "filter_spectrum");
+  std::lock_guard<std::mutex> lock(impl_->enqueue_mutex);
+  std::string why;
+  const Status st = detail::check_filter_spectrum_args(
+      impl_->desc, w, {spectrum, bytes}, workspace, workspace_bytes,
+      impl_->algo->workspace_size(), &why, impl_->pointer_device);
+  if (st != Status::kSuccess) throw Error(st, "filter_spectrum: " + why);
+  impl_->algo->filter_spectrum(w, spectrum, workspace, stream);
+}
+
+void Plan::forward_with_spectrum(const void* x, const void* spectrum, const void* bias, void* y,
+                                 void* workspace, std::size_t workspace_bytes,
+                                 cudaStream_t stream) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kForward, "forward_with_spectrum");
+  const std::size_t bytes = require_spectrum(*this, *impl_->algo, "forward_with_spectrum");
+  const ConvDesc& d = impl_->desc;
+  const detail::FilterSpectrumArg spec{spectrum, bytes};
+  detail::RunArgs args{x, nullptr, nullptr, bias, y, workspace};
+  args.w_spectrum = spectrum;
+  run_checked(impl_->enqueue_mutex, *impl_->algo, *impl_->replay, args, stream,
+              [&](const detail::ConvAlgo& a, std::string* why) {
+                return detail::check_forward_args(d, x, nullptr, bias, y, workspace,
+                                                  workspace_bytes, a.workspace_size(), false,
+                                                  why, impl_->pointer_device, &spec);
+              });
+}
+
+void Plan::backward_data_with_spectrum(const void* dy, const void* spectrum, void* dx,
+                                       void* workspace, std::size_t workspace_bytes,
+                                       cudaStream_t stream) const {
+  require_pass(impl_->desc, impl_->options.pass, Pass::kBackwardData,
+               "backward_data_with_spectrum");
+  const std::size_t bytes = require_spectrum(*this, *impl_->algo, "backward_data_with_spectrum");
+  const ConvDesc& d = impl_->desc;
+  const detail::FilterSpectrumArg spec{spectrum, bytes};
+  detail::RunArgs args{nullptr, nullptr, dy, nullptr, dx, workspace};
+  args.w_spectrum = spectrum;
+  run_checked(impl_->enqueue_mutex, *impl_->algo, *impl_->replay, args, stream,
+              [&](const detail::ConvAlgo& a, std::string* why) {
+                return detail::check_backward_data_args(d, dy, nullptr, dx, workspace,
+                                                        workspace_bytes, a.workspace_size(),
+                                                        false, why, impl_->pointer_device, &spec);
               });
 }
 

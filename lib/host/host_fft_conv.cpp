@@ -349,13 +349,13 @@ void HostFftConv::multiply_forward(const float* spec_w) {
 }
 
 void HostFftConv::transform_and_contract(const float* src_a, const float* src_b,
-                                         StageClockHook clock) {
+                                         const float* spec_b, StageClockHook clock) {
   // 1. zero-pad: input x offset by the padding, filter w at the origin (dilated), output gradient
   //    dy at the origin spread by the stride; segment a and b per spectrum_planes.
   const Placement x_place{d_.h, d_.w, d_.pad_h, d_.pad_w, 1, 1};
   const Placement w_place{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w};
   const Placement dy_place{d_.out_h(), d_.out_w(), 0, 0, d_.stride_h, d_.stride_w};
-  const bool kept = src_b == nullptr;
+  const bool kept = spec_b != nullptr;
   pad_planes(src_a, planes_.a, pass_ == Pass::kBackwardData ? dy_place : x_place, g_, a_.get(),
              threads_);
   if (!kept) {
@@ -368,7 +368,7 @@ void HostFftConv::transform_and_contract(const float* src_a, const float* src_b,
   if (!kept) r2c_b_->run(b_.get());
   clock("r2c");
   // 3. per-frequency complex GEMM of the pass.
-  const float* spec_b = kept ? kept_.get() : b_.get();
+  if (!kept) spec_b = b_.get();
   if (pass_ == Pass::kForward) {
     multiply_forward(spec_b);
   } else if (pass_ == Pass::kBackwardData) {
@@ -411,17 +411,20 @@ void HostFftConv::clip(const Window& win, const float* bias, float scale, float 
 
 void HostFftConv::forward(const HostFwdArgs& a, std::vector<StageTime>* stage_times) {
   StageClock clock(stage_times);
-  if (!a.w && !kept_) throw Error(Status::kInternal, "cpu forward without a filter and none kept");
-  transform_and_contract(a.x, a.w, [&](const char* stage) { clock.mark(stage); });
+  const float* spec_w = a.w_spectrum ? a.w_spectrum : a.w ? nullptr : kept_.get();
+  if (!a.w && !spec_w) throw Error(Status::kInternal, "cpu forward without a filter and none kept");
+  transform_and_contract(a.x, a.w, spec_w, [&](const char* stage) { clock.mark(stage); });
   // 5. valid window, 1/(Fh*Fw) scale, stride, bias.
   const Window win{d_.n * d_.k, d_.k, d_.out_h(), d_.out_w(), d_.stride_h, d_.stride_w};
   clip(win, a.bias, static_cast<float>(1.0 / (double(g_.fft_h) * double(g_.fft_w))), 0.0f, a.y);
   clock.mark("clip");
 }
 
-void HostFftConv::backward_data(const float* dy, const float* w, float* dx) {
-  if (!w && !kept_) throw Error(Status::kInternal, "cpu backward data without a filter");
-  transform_and_contract(dy, w, [](const char*) {});
+void HostFftConv::backward_data(const float* dy, const float* w, const float* w_spectrum,
+                                float* dx) {
+  const float* spec_w = w_spectrum ? w_spectrum : w ? nullptr : kept_.get();
+  if (!w && !spec_w) throw Error(Status::kInternal, "cpu backward data without a filter");
+  transform_and_contract(dy, w, spec_w, [](const char*) {});
   // The input window, offset by the padding; past the period the result is zero.
   Window win{d_.n * d_.c, d_.c, d_.h, d_.w, 1, 1, d_.pad_h, d_.pad_w};
   win.wrap = false;
@@ -430,7 +433,7 @@ void HostFftConv::backward_data(const float* dy, const float* w, float* dx) {
 
 void HostFftConv::backward_filter(const float* x, const float* dy, float* dw, float alpha,
                                   float beta) {
-  transform_and_contract(x, dy, [](const char*) {});
+  transform_and_contract(x, dy, nullptr, [](const char*) {});
   // The taps of the dilated kernel, scaled and accumulated.
   const Window win{planes_.out, d_.k, d_.r, d_.s, d_.dil_h, d_.dil_w};
   clip(win, nullptr, static_cast<float>(alpha / (double(g_.fft_h) * double(g_.fft_w))), beta, dw);
@@ -458,6 +461,25 @@ void HostFftConv::set_filter(const float* w) {
 }
 
 void HostFftConv::clear_filter() { kept_.reset(); }
+
+std::size_t HostFftConv::filter_spectrum_size() const {
+  if (pass_ == Pass::kBackwardFilter) return 0;
+  return static_cast<std::size_t>(planes_.b * g_.real_plane_floats()) * sizeof(float);
+}
+
+std::string HostFftConv::filter_spectrum_layout() const {
+  if (pass_ == Pass::kBackwardFilter) return {};
+  return "cpu k" + std::to_string(d_.k) + " c" + std::to_string(d_.c_per_group()) + " r" +
+         std::to_string(d_.r) + "s" + std::to_string(d_.s) + " d" + std::to_string(d_.dil_h) +
+         "x" + std::to_string(d_.dil_w) + " fft " + std::to_string(g_.fft_h) + "x" +
+         std::to_string(g_.fft_w);
+}
+
+void HostFftConv::filter_spectrum(const float* w, float* spectrum) const {
+  pad_filter(w, spectrum);
+  // 256-byte aligned (Plan checks), as FFTW's new-array execution wants: the alignment of b_.
+  r2c_b_->run(spectrum);
+}
 
 void HostFftConv::fill_info(PlanInfo& info) const {
   info.backend = Backend::kCpu;

@@ -61,7 +61,8 @@ class HostFftConv final : public HostConv {
   HostFftConv& operator=(const HostFftConv&) = delete;
 
   void forward(const HostFwdArgs& args, std::vector<StageTime>* stage_times) override;
-  void backward_data(const float* dy, const float* w, float* dx) override;
+  void backward_data(const float* dy, const float* w, const float* w_spectrum,
+                     float* dx) override;
   void backward_filter(const float* x, const float* dy, float* dw, float alpha,
                        float beta) override;
   void fill_info(PlanInfo& info) const override;
@@ -69,6 +70,9 @@ class HostFftConv final : public HostConv {
   void clear_filter() override;
   bool has_filter() const override { return kept_ != nullptr; }
   std::size_t filter_bytes() const override;
+  std::size_t filter_spectrum_size() const override;
+  std::string filter_spectrum_layout() const override;
+  void filter_spectrum(const float* w, float* spectrum) const override;
 
   /// Bytes of the buffers the plan owns (spectra of input, filter and output planes).
   std::size_t buffer_bytes() const;
@@ -87,8 +91,10 @@ class HostFftConv final : public HostConv {
     std::int64_t planes, k, out_h, out_w, stride_h, stride_w, off_h = 0, off_w = 0;
     bool wrap = true;
   };
-  // Pads both segments (b only when `filter` is not kept), transforms, contracts, transforms back.
-  void transform_and_contract(const float* src_a, const float* src_b, StageClockHook clock);
+  // Pads both segments, transforms, contracts, transforms back; segment b's spectrum is
+  // `spec_b` instead where that is not null (a kept or shared filter spectrum).
+  void transform_and_contract(const float* src_a, const float* src_b, const float* spec_b,
+                              StageClockHook clock);
   void pad_filter(const float* w, float* dst) const;
   void multiply_forward(const float* spec_w);
   void clip(const Window& win, const float* bias, float scale, float beta, float* out) const;
