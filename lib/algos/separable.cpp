@@ -74,7 +74,8 @@ class SeparableAlgo final : public ConvAlgo {
   std::size_t workspace_size() const override { return inner_ ? inner_->workspace_size() : 0; }
 
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
-    if (factors_ && a.w == nullptr) {
+    // The kept factors serve calls that pass no filter at all (neither w nor its spectrum).
+    if (factors_ && a.w == nullptr && a.w_spectrum == nullptr) {
       SeparableArgs s = args_;
       s.src = pass_ == Pass::kForward ? a.x : a.dy;
       s.bias = pass_ == Pass::kForward ? a.bias : nullptr;
@@ -177,6 +178,18 @@ class SeparableAlgo final : public ConvAlgo {
   }
   std::size_t filter_bytes() const override {
     return factors_ ? factors_.bytes() : inner_ ? inner_->filter_bytes() : 0;
+  }
+  // A shared filter spectrum is the built algorithm's (the FFT path's); the 1-D passes have none.
+  std::size_t filter_spectrum_size() const override {
+    return inner_ ? inner_->filter_spectrum_size() : 0;
+  }
+  std::string filter_spectrum_layout() const override {
+    return inner_ ? inner_->filter_spectrum_layout() : std::string();
+  }
+  void filter_spectrum(const void* w, void* spectrum, void* workspace,
+                       cudaStream_t stream) override {
+    FFTCONV_ASSERT(inner_, "filter_spectrum on a forced separable plan");
+    inner_->filter_spectrum(w, spectrum, workspace, stream);
   }
   std::string kept_filter_note() const override {
     if (factors_ || !inner_) return note_;

@@ -127,6 +127,48 @@ TEST(FilterSpectrum, OverridesTheKeptFilterForThatCallOnly) {
   }
 }
 
+// Under Auto a plan may also keep a low-rank filter as 1-D factors; a call with a spectrum still
+// reads the spectrum, and calls without one the factors. Rows where Auto picks a path without a
+// spectrum (fused, cuDNN) must say so by a zero size.
+TEST(FilterSpectrum, AutoPlansAndKeptLowRankFilters) {
+  FFTCONV_REQUIRE_GPU();
+  for (const char* text : {"n1c3h300w260k3r45s45p22x22u1x1d1x1g3f32",
+                           "n2c8h64w64k8r31s31p15x15u1x1d1x1g1f32",
+                           "n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32"}) {
+    const ConvDesc d = ConvDesc::parse(text);
+    std::vector<float> rank1(static_cast<std::size_t>(d.w_elems()));
+    for (std::int64_t plane = 0; plane < d.k * d.c_per_group(); ++plane) {
+      for (std::int64_t i = 0; i < d.r; ++i) {
+        for (std::int64_t j = 0; j < d.s; ++j) {
+          rank1[static_cast<std::size_t>((plane * d.r + i) * d.s + j)] =
+              (1.0f + 0.125f * float(i % 7)) * (0.5f + 0.0625f * float((j + plane) % 9));
+        }
+      }
+    }
+    const Problem kept(d, 1307, true, rank1);
+    const Problem other(d, 1308, true);
+    Plan plan(d, Options{});
+    const std::size_t bytes = plan.filter_spectrum_size();
+    const Algo algo = plan.info().algo;
+    EXPECT_EQ(bytes > 0, algo == Algo::kFft || algo == Algo::kFftTiled) << plan.describe();
+    if (bytes == 0) continue;
+    plan.set_filter(kept.w.get(), nullptr);
+    testing::DeviceBuffer spec(bytes), ws(plan.workspace_size()), y(4 * d.y_elems());
+    plan.filter_spectrum(other.w.get(), spec.get(), ws.get(), ws.bytes(), nullptr);
+    y.poison();
+    plan.forward_with_spectrum(other.x.get(), spec.get(), other.bias.get(), y.get(), ws.get(),
+                               ws.bytes(), nullptr);
+    testing::cuda_check(cudaDeviceSynchronize(), "auto with spectrum");
+    const testing::ErrorStats e = testing::compare(download(y, d.y_elems(), d.dtype), other.ref);
+    EXPECT_TRUE(e.pass(1e-5)) << text << ": " << e.to_string() << " " << plan.describe();
+    y.poison();
+    plan.forward(kept.x.get(), nullptr, kept.bias.get(), y.get(), ws.get(), ws.bytes(), nullptr);
+    testing::cuda_check(cudaDeviceSynchronize(), "auto kept");
+    const testing::ErrorStats k = testing::compare(download(y, d.y_elems(), d.dtype), kept.ref);
+    EXPECT_TRUE(k.pass(1e-5)) << text << ": " << k.to_string() << " " << plan.describe();
+  }
+}
+
 TEST(FilterSpectrum, PlansWithoutOneSayWhy) {
   FFTCONV_REQUIRE_GPU();
   const ConvDesc d = small_desc();
