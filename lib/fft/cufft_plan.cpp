@@ -33,6 +33,25 @@ std::string nvjitlink_version(bool* ok) {
   return *ok ? std::to_string(major) + "." + std::to_string(minor) : std::string("unavailable");
 }
 
+/// cufftResult of making a small r2c plan with the probe callback (CUFFT_SUCCESS: cuFFT links LTO
+/// callbacks here), tried once per process.
+cufftResult probe_result() {
+  static const cufftResult result = [] {
+    cufftHandle h;
+    if (cufftCreate(&h) != CUFFT_SUCCESS) return CUFFT_INTERNAL_ERROR;
+    cufftResult r = cufftXtSetJITCallback(h, kLoadProbe, pad_load_fatbin(),
+                                          fftconv_pad_load_fatbinLength, CUFFT_CB_LD_REAL, nullptr);
+    if (r == CUFFT_SUCCESS) {
+      long long n[2] = {16, 16};
+      std::size_t work = 0;
+      r = cufftMakePlanMany64(h, 2, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, 1, &work);
+    }
+    cufftDestroy(h);
+    return r;
+  }();
+  return result;
+}
+
 }  // namespace
 
 CufftPlan2d::CufftPlan2d(FftDirection dir, const FftGeometry& g, std::int64_t batch) : dir_(dir) {
@@ -92,11 +111,20 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
         cufftMakePlanMany64(handle_, 2, n, real_embed, 1, g.real_plane_floats(), cplx_embed, 1,
                             g.bins, CUFFT_R2C, batch, &work);
     if (made != CUFFT_SUCCESS) {
+      int cufft_version = 0;
+      cufftGetVersion(&cufft_version);
+      const cufftResult probe = probe_result();
+      const std::string versions =
+          "cuFFT " + std::to_string(cufft_version) + ", nvJitLink " + linker_version +
+          ", callbacks compiled by CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
+          std::to_string(CUDART_VERSION % 1000 / 10);
       throw Error(Status::kNotSupported,
-                  "cuFFT could not make an r2c plan with the pad load callback (cufftResult " +
-                      std::to_string(static_cast<int>(made)) + ", nvJitLink " + linker_version +
-                      ", callbacks compiled by CUDA " + std::to_string(CUDART_VERSION / 1000) +
-                      "." + std::to_string(CUDART_VERSION % 1000 / 10) + ")");
+                  probe != CUFFT_SUCCESS
+                      ? std::string(kNoLtoCallbacks) + " (a trivial load callback: cufftResult " +
+                            std::to_string(static_cast<int>(probe)) + "; " + versions + ")"
+                      : "cuFFT could not make an r2c plan with the pad load callback, though it "
+                        "links a trivial one (cufftResult " +
+                            std::to_string(static_cast<int>(made)) + "; " + versions + ")");
     }
     work_size_ = work;
   } catch (...) {

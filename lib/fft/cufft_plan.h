@@ -19,6 +19,10 @@ enum class FftDirection { kR2C, kC2R };
 /// allocated by cuFFT: the caller passes it to exec() (part of the plan's workspace).
 struct PadLoadInfo;
 
+/// How a callback plan's failure begins where cuFFT on this machine makes no plan with any LTO
+/// callback, not even a trivial one (the environment, not the pad callback).
+constexpr const char* kNoLtoCallbacks = "cuFFT here makes no plan with an LTO callback";
+
 /// The pad stage as a load callback of an r2c plan (lib/fft/pad_load.h): the plan reads the
 /// caller's tensor of `dtype` through `info` (device memory that outlives the plan).
 struct PadLoadCallback {
