@@ -40,7 +40,9 @@
 # alone where the suite rows are measured already; FFTCONV_PARITY_ARGS appended to torch_ops.py's;
 # not by default), callbacks (the FFT path's pad in cuFFT's load callback against the pad kernel:
 # fftconv-bench on suite.csv, every pass, --stages, with and without --callbacks, each plan's
-# time included: callbacks-on.json, callbacks-off.json; not by default).
+# time included: callbacks-on.json, callbacks-off.json; not by default), spectrum (a training
+# step's shared filter spectrum, fftconv-bench --shared-spectrum on suite.csv, fwd and dgrad:
+# spectrum.json; FFTCONV_SPECTRUM_ARGS appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -391,6 +393,13 @@ if step callbacks; then
       $flag >"$OUT/callbacks-$mode-stages.txt" 2>&1 || status=1
     grep -E "out of tolerance" "$OUT/callbacks-$mode.txt"
   done
+fi
+if step spectrum; then
+  # shellcheck disable=SC2086
+  limited spectrum "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad \
+    --shared-spectrum --verify --no-cudnn ${FFTCONV_SPECTRUM_ARGS:-} --json "$OUT/spectrum.json" \
+    >"$OUT/spectrum.txt" 2>&1 || status=1
+  grep -E "out of tolerance" "$OUT/spectrum.txt"
 fi
 echo "gpu_check status $status"
 exit $status
