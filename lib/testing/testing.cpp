@@ -35,6 +35,26 @@ float round_to(float v, DType dtype) {
 }
 }  // namespace
 
+fftconv_conv_desc_t c_desc(const ConvDesc& d) {
+  fftconv_conv_desc_t cd = fftconv_conv_desc_default();
+  cd.n = d.n;
+  cd.c = d.c;
+  cd.h = d.h;
+  cd.w = d.w;
+  cd.k = d.k;
+  cd.r = d.r;
+  cd.s = d.s;
+  cd.pad_h = d.pad_h;
+  cd.pad_w = d.pad_w;
+  cd.stride_h = d.stride_h;
+  cd.stride_w = d.stride_w;
+  cd.dil_h = d.dil_h;
+  cd.dil_w = d.dil_w;
+  cd.groups = d.groups;
+  cd.dtype = static_cast<fftconv_dtype_t>(d.dtype);
+  return cd;
+}
+
 std::vector<float> random_values(std::int64_t count, std::uint64_t seed, DType dtype) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

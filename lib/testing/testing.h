@@ -14,12 +14,16 @@
 
 #include "core/device_buffer.h"
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/fftconv.h"
 #include "fftconv/options.hpp"
 
 namespace fftconv::testing {
 
 /// Values uniform in [-1, 1) from a fixed seed, rounded to what `dtype` can hold exactly.
 std::vector<float> random_values(std::int64_t count, std::uint64_t seed, DType dtype);
+
+/// The C API's descriptor of `d` (every field as the C++ descriptor's).
+fftconv_conv_desc_t c_desc(const ConvDesc& d);
 /// Encodes fp32 values as `dtype` elements (round to nearest even).
 std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype);
 /// Decodes `count` elements of `dtype` to fp32.

@@ -27,8 +27,7 @@ namespace fftconv::gputest {
 /// padding 7x4 (the runtime and pointer tests).
 ConvDesc small_desc();
 
-/// The C API's descriptor of `d` (fp32 fields as the C++ descriptor's).
-fftconv_conv_desc_t c_desc(const ConvDesc& d);
+using testing::c_desc;
 
 struct Problem {
   ConvDesc desc;
