@@ -42,9 +42,8 @@ cufftResult probe_result() {
     cufftResult r = cufftXtSetJITCallback(h, kLoadProbe, pad_load_fatbin(),
                                           fftconv_pad_load_fatbinLength, CUFFT_CB_LD_REAL, nullptr);
     if (r == CUFFT_SUCCESS) {
-      long long n[2] = {16, 16};
       std::size_t work = 0;
-      r = cufftMakePlanMany64(h, 2, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, 1, &work);
+      r = cufftMakePlan2d(h, 16, 16, CUFFT_R2C, &work);  // the plainest plan there is
     }
     cufftDestroy(h);
     return r;
@@ -103,13 +102,18 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
       throw Error(Status::kNotSupported, "cuFFT did not accept the pad load callback (cufftResult " +
                                              std::to_string(static_cast<int>(set)) + ")");
     }
-    long long n[2] = {g.fft_h, g.fft_w};
-    long long real_embed[2] = {g.fft_h, g.pitch};
-    long long cplx_embed[2] = {g.fft_h, g.half_w};
+    // The 32-bit planner, as cuFFT's callback examples use: the caller has checked that every
+    // offset of the input layout fits in 32 bits (the callback's own indices), so do the sizes.
+    FFTCONV_ASSERT(batch * g.real_plane_floats() < (std::int64_t{1} << 31),
+                   "callback plan past 32-bit offsets");
+    const auto i32 = [](std::int64_t v) { return static_cast<int>(v); };
+    int n[2] = {i32(g.fft_h), i32(g.fft_w)};
+    int real_embed[2] = {i32(g.fft_h), i32(g.pitch)};
+    int cplx_embed[2] = {i32(g.fft_h), i32(g.half_w)};
     std::size_t work = 0;
     const cufftResult made =
-        cufftMakePlanMany64(handle_, 2, n, real_embed, 1, g.real_plane_floats(), cplx_embed, 1,
-                            g.bins, CUFFT_R2C, batch, &work);
+        cufftMakePlanMany(handle_, 2, n, real_embed, 1, i32(g.real_plane_floats()), cplx_embed, 1,
+                          i32(g.bins), CUFFT_R2C, i32(batch), &work);
     if (made != CUFFT_SUCCESS) {
       int cufft_version = 0;
       cufftGetVersion(&cufft_version);

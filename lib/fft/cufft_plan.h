@@ -34,8 +34,9 @@ class CufftPlan2d {
  public:
   CufftPlan2d(FftDirection dir, const FftGeometry& g, std::int64_t batch);
   /// An r2c plan whose input is a source tensor read through the pad load callback (cuFFT links
-  /// it at plan time, which takes longer than a plain plan); run it with exec_from(). Throws
-  /// Error(kNotSupported) where cuFFT cannot link the callback.
+  /// it at plan time, which takes longer than a plain plan); run it with exec_from(). Every
+  /// offset of its `batch` planes must fit in 32 bits (the callback's indices; the caller checks).
+  /// Throws Error(kNotSupported) where cuFFT cannot link the callback.
   CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoadCallback& load);
   ~CufftPlan2d();
   CufftPlan2d(const CufftPlan2d&) = delete;
