@@ -1,17 +1,51 @@
-"""The extension's plan caches, in the manner of ``torch.backends.cuda.cufft_plan_cache``.
+"""The extension's plan caches, in the manner of ``torch.backends.cuda.cufft_plan_cache``, and its
+stash of training filter spectra.
 
 ``fftconv.backends.plan_cache`` is the cache of the current CUDA device;
 ``fftconv.backends.plan_cache[i]`` that of device ``i`` and ``plan_cache["cpu"]`` that of the host
 backend. Each is a bounded LRU (``max_size``, default 1024) of plans keyed by descriptor, pass,
 algorithm and, for frozen filters, the filter tensor; ``size`` is the number of plans in it and
-``clear()`` drops them all.
+``clear()`` drops them all (and the device's stashed spectra).
+
+``fftconv.backends.filter_spectra`` (indexed the same way): in a training step (input and weight
+both require grad) the forward call of an FFT plan computes the weight's spectrum once into
+memory of PyTorch's allocator, and the backward-data call of the step reads it instead of
+transforming the weight again, while the weight's version counter is unchanged (an optimizer
+step changes it). One spectrum per weight is kept until the next forward replaces it or
+``max_bytes`` (default 1 GiB per device, the oldest dropped first) is exceeded; ``size`` and
+``bytes`` say what is held, ``clear()`` frees it, and ``filter_spectra.enabled = False`` turns the
+stash off for the whole process.
 """
+import atexit
+
 import torch
 
 from . import _C
 
 
-class PlanCache:
+def _device_index(device):
+    """-1 for the host, a CUDA device index otherwise (from an int, 'cpu', 'cuda:i', torch.device)."""
+    if isinstance(device, str) and device == "cpu":
+        return -1
+    device = torch.device(device) if isinstance(device, str) else device
+    if isinstance(device, torch.device):
+        if device.type == "cpu":
+            return -1
+        if device.type != "cuda":
+            raise ValueError(f"fftconv runs on cuda and cpu devices, not {device.type}")
+        return device.index if device.index is not None else torch.cuda.current_device()
+    if not isinstance(device, int) or device < -1:
+        raise ValueError(f"expected a device index, 'cpu' or a torch.device, got {device!r}")
+    return device
+
+
+def _where(device, index):
+    if index == -1:
+        return "cpu"
+    return "current CUDA device" if device is None else f"cuda:{index}"
+
+
+class _PerDevice:
     def __init__(self, device):
         self._device = device
 
@@ -19,6 +53,12 @@ class PlanCache:
         if self._device is None:
             return torch.cuda.current_device() if torch.cuda.is_available() else -1
         return self._device
+
+    def __getitem__(self, device):
+        return type(self)(_device_index(device))
+
+
+class PlanCache(_PerDevice):
 
     @property
     def size(self):
@@ -35,27 +75,57 @@ class PlanCache:
     def clear(self):
         _C._plan_cache_clear(self._index())
 
-    def __getitem__(self, device):
-        if isinstance(device, str) and device == "cpu":
-            return PlanCache(-1)
-        device = torch.device(device) if isinstance(device, str) else device
-        if isinstance(device, torch.device):
-            if device.type == "cpu":
-                return PlanCache(-1)
-            if device.type != "cuda":
-                raise ValueError(f"fftconv has no plan cache for device type {device.type}")
-            device = device.index if device.index is not None else torch.cuda.current_device()
-        if not isinstance(device, int) or device < -1:
-            raise ValueError(f"expected a device index, 'cpu' or a torch.device, got {device!r}")
-        return PlanCache(device)
+    def __repr__(self):
+        return f"PlanCache({_where(self._device, self._index())}, size={self.size}, max_size={self.max_size})"
+
+
+class FilterSpectra(_PerDevice):
+    @property
+    def size(self):
+        return _C._filter_spectra_info(self._index())[0]
+
+    @property
+    def bytes(self):
+        return _C._filter_spectra_info(self._index())[1]
+
+    @property
+    def max_bytes(self):
+        return _C._filter_spectra_info(self._index())[2]
+
+    @max_bytes.setter
+    def max_bytes(self, n):
+        _C._filter_spectra_set_max_bytes(self._index(), int(n))
+
+    @property
+    def enabled(self):
+        return _C._filter_spectra_enabled()
+
+    @enabled.setter
+    def enabled(self, on):
+        _C._filter_spectra_enabled(bool(on))
+
+    def clear(self):
+        _C._filter_spectra_clear(self._index())
 
     def __repr__(self):
-        where = "current CUDA device" if self._device is None else (
-            "cpu" if self._device == -1 else f"cuda:{self._device}")
-        return f"PlanCache({where}, size={self.size}, max_size={self.max_size})"
+        return (f"FilterSpectra({_where(self._device, self._index())}, size={self.size}, bytes={self.bytes}, "
+                f"max_bytes={self.max_bytes}, enabled={self.enabled})")
 
 
 plan_cache = PlanCache(None)
+filter_spectra = FilterSpectra(None)
+
+
+@atexit.register
+def _free_filter_spectra():
+    # Stashed spectra are memory of PyTorch's allocators: given back while torch is still alive,
+    # not by the extension's static destructors after it.
+    devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    for device in range(-1, devices):
+        try:
+            _C._filter_spectra_clear(device)
+        except RuntimeError:
+            pass
 
 build_info = _C._build_info()
 """What this build holds: {'cuda': bool, 'host_fft': bool, 'cudnn': bool}."""

@@ -342,3 +342,91 @@ def test_separable_needs_a_frozen_low_rank_filter():
     full_rank = torch.randn(1, 1, 9, 9, device="cuda")
     with pytest.raises(RuntimeError, match="rank 4 or less"):
         fftconv.conv2d(x, full_rank, padding=4, algo="separable")
+
+
+# ---- a training step's filter spectrum -----------------------------------------------------------
+
+spectra = fftconv.backends.filter_spectra
+
+
+def spectra_of(device):
+    return spectra["cpu"] if device == "cpu" else spectra[torch.device(device)]
+
+
+def grads_f64(x, w, g, padding):
+    xd = x.detach().double().requires_grad_()
+    wd = w.detach().double().requires_grad_()
+    F.conv2d(xd, wd, padding=padding).backward(g.double())
+    return xd.grad, wd.grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_step_stashes_the_filter_spectrum(device):
+    s = spectra_of(device)
+    s.clear()
+    assert s.enabled
+    x = torch.randn(2, 3, 30, 26, device=device, requires_grad=True)
+    w = torch.randn(4, 3, 15, 13, device=device, requires_grad=True)
+    g = torch.randn(2, 4, 30, 26, device=device)
+    for step in range(3):
+        y = fftconv.conv2d(x, w, padding=(7, 6), algo="fft")
+        assert s.size == 1 and s.bytes > 0, "the forward call stashes the weight's spectrum"
+        y.backward(g)
+        dx, dw = grads_f64(x, w, g, (7, 6))
+        assert rel_l2(x.grad, dx) <= 1e-5 and rel_l2(w.grad, dw) <= 1e-5, f"step {step}"
+        x.grad = None
+        w.grad = None
+        with torch.no_grad():
+            w.mul_(0.5).add_(0.25)  # an optimizer step: a new version, a new spectrum next time
+        assert s.size == 1
+    s.clear()
+    assert s.size == 0 and s.bytes == 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_backward_reads_the_spectrum_of_the_forward_weights(device):
+    # w.data changes the values without the version counter: the backward-data pass still reads
+    # the spectrum of the weights the forward pass ran with (so it did not transform them again).
+    s = spectra_of(device)
+    s.clear()
+    x = torch.randn(1, 2, 24, 24, device=device, requires_grad=True)
+    w = torch.randn(2, 2, 11, 11, device=device, requires_grad=True)
+    w_forward = w.detach().clone()
+    g = torch.randn(1, 2, 24, 24, device=device)
+    y = fftconv.conv2d(x, w, padding=5, algo="fft")
+    w.data.copy_(torch.randn_like(w))
+    y.backward(g)
+    dx, _ = grads_f64(x, w_forward, g, 5)
+    assert rel_l2(x.grad, dx) <= 1e-5
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_spectrum_is_stashed_outside_training_or_when_off(device):
+    s = spectra_of(device)
+    s.clear()
+    x = torch.randn(1, 2, 20, 20, device=device)
+    w = torch.randn(2, 2, 9, 9, device=device, requires_grad=True)
+    fftconv.conv2d(x, w, padding=4, algo="fft")  # the input needs no gradient: no dx to come
+    with torch.no_grad():
+        fftconv.conv2d(x.requires_grad_(), w, padding=4, algo="fft")
+    assert s.size == 0
+    old_limit = s.max_bytes
+    try:
+        s.max_bytes = 1024  # below one spectrum: not stashed, and the step is still right
+        y = fftconv.conv2d(x, w, padding=4, algo="fft")
+        assert s.size == 0
+        y.sum().backward()
+        s.max_bytes = old_limit
+        s.enabled = False
+        y = fftconv.conv2d(x, w, padding=4, algo="fft")
+        assert s.size == 0
+        x.grad = None
+        y.backward(torch.ones_like(y))
+        dx, _ = grads_f64(x, w, torch.ones_like(y), 4)
+        assert rel_l2(x.grad, dx) <= 1e-5
+    finally:
+        s.max_bytes = old_limit
+        s.enabled = True
+    with pytest.raises(ValueError):
+        s.max_bytes = -1
+    assert "max_bytes" in repr(s) and spectra["cpu"].max_bytes == old_limit
