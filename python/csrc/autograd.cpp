@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ops.h"
+#include "training_spectrum.h"
 
 namespace fftconv::torch_ext {
 
@@ -115,11 +116,14 @@ struct Conv2dBackward final : public FftconvNode {
   using FftconvNode::FftconvNode;
   torch::autograd::SavedVariable x_, w_;
   Sizes x_size, w_size;
+  // The filter's spectrum the forward call wrote (training steps: training_spectrum.h), for dx.
+  std::shared_ptr<const TrainingSpectrum> spectrum_;
 
   std::string name() const override { return "FftconvConv2dBackward"; }
   void release_variables() override {
     x_.reset_data();
     w_.reset_data();
+    spectrum_.reset();
   }
   variable_list apply(variable_list&& grads) override {
     const at::Tensor& dy = grads[0];
@@ -127,6 +131,7 @@ struct Conv2dBackward final : public FftconvNode {
     if (!dy.defined()) return out;
     const Params& p = params;
     if (task_should_compute_output(0)) {
+      const TrainingSpectrumOffer offer(spectrum_);
       out[0] = call_input_grad(dy, unpack(w_), x_size, p.stride, p.padding, p.dilation, p.groups,
                                p.algo_name());
     }
@@ -221,7 +226,15 @@ at::Tensor conv2d_autograd(const at::Tensor& x, const at::Tensor& w,
   at::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo);
+    // A trained weight whose dx will be wanted: the forward kernel may write the weight's
+    // spectrum for the node's backward-data call.
+    if (need_x && need_w) {
+      const TrainingSpectrumRequest request;
+      y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo);
+      node->spectrum_ = take_training_spectrum();
+    } else {
+      y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo);
+    }
   }
   if (node) torch::autograd::set_history(y, node);
   return y;

@@ -12,6 +12,7 @@
 
 #include "ops.h"
 #include "plan_cache.h"
+#include "training_spectrum.h"
 
 namespace {
 
@@ -59,51 +60,33 @@ PyObject* cache_clear(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "i", &device)) return nullptr;
   return guarded([&] {
     plan_cache(device).clear();
-    fftconv::torch_ext::spectrum_stash(device).clear();  // its spectra hold plans too
     Py_RETURN_NONE;
   });
 }
 
-// fftconv.backends.filter_spectra: what a device's stash holds, its bound, and the switch.
-PyObject* stash_info(PyObject*, PyObject* args) {
-  int device = 0;
-  if (!PyArg_ParseTuple(args, "i", &device)) return nullptr;
-  return guarded([&] {
-    const fftconv::torch_ext::SpectrumStash& s = fftconv::torch_ext::spectrum_stash(device);
-    return Py_BuildValue("(nnn)", static_cast<Py_ssize_t>(s.size()),
-                         static_cast<Py_ssize_t>(s.bytes()),
-                         static_cast<Py_ssize_t>(s.max_bytes()));
-  });
+// fftconv.backends.filter_spectra: the training steps' filter spectra (training_spectrum.h).
+PyObject* spectra_info(PyObject*, PyObject*) {
+  return Py_BuildValue("(nnn)", static_cast<Py_ssize_t>(fftconv::torch_ext::training_spectra_alive()),
+                       static_cast<Py_ssize_t>(fftconv::torch_ext::training_spectra_alive_bytes()),
+                       static_cast<Py_ssize_t>(fftconv::torch_ext::training_spectrum_max_bytes()));
 }
 
-PyObject* stash_set_max_bytes(PyObject*, PyObject* args) {
-  int device = 0;
+PyObject* spectra_set_max_bytes(PyObject*, PyObject* args) {
   Py_ssize_t n = 0;
-  if (!PyArg_ParseTuple(args, "in", &device, &n)) return nullptr;
+  if (!PyArg_ParseTuple(args, "n", &n)) return nullptr;
   if (n < 0) {
     PyErr_SetString(PyExc_ValueError, "filter_spectra max_bytes must be non-negative");
     return nullptr;
   }
-  return guarded([&] {
-    fftconv::torch_ext::spectrum_stash(device).set_max_bytes(static_cast<std::size_t>(n));
-    Py_RETURN_NONE;
-  });
+  fftconv::torch_ext::set_training_spectrum_max_bytes(static_cast<std::size_t>(n));
+  Py_RETURN_NONE;
 }
 
-PyObject* stash_clear(PyObject*, PyObject* args) {
-  int device = 0;
-  if (!PyArg_ParseTuple(args, "i", &device)) return nullptr;
-  return guarded([&] {
-    fftconv::torch_ext::spectrum_stash(device).clear();
-    Py_RETURN_NONE;
-  });
-}
-
-PyObject* stash_enabled(PyObject*, PyObject* args) {
+PyObject* spectra_enabled(PyObject*, PyObject* args) {
   int on = -1;
   if (!PyArg_ParseTuple(args, "|p", &on)) return nullptr;
-  if (on >= 0) fftconv::torch_ext::set_spectrum_stash_enabled(on != 0);
-  return PyBool_FromLong(fftconv::torch_ext::spectrum_stash_enabled() ? 1 : 0);
+  if (on >= 0) fftconv::torch_ext::set_training_spectra_enabled(on != 0);
+  return PyBool_FromLong(fftconv::torch_ext::training_spectra_enabled() ? 1 : 0);
 }
 
 PyObject* build_info(PyObject*, PyObject*) {
@@ -177,12 +160,12 @@ PyMethodDef methods[] = {
     {"_plan_cache_max_size", cache_max_size, METH_VARARGS, "Capacity of a device's cache."},
     {"_plan_cache_set_max_size", cache_set_max_size, METH_VARARGS, "Sets the capacity."},
     {"_plan_cache_clear", cache_clear, METH_VARARGS, "Drops every plan of a device's cache."},
-    {"_filter_spectra_info", stash_info, METH_VARARGS,
-     "(entries, bytes, max_bytes) of a device's stash of filter spectra (-1: CPU)."},
-    {"_filter_spectra_set_max_bytes", stash_set_max_bytes, METH_VARARGS, "Sets the bound."},
-    {"_filter_spectra_clear", stash_clear, METH_VARARGS, "Drops a device's stashed spectra."},
-    {"_filter_spectra_enabled", stash_enabled, METH_VARARGS,
-     "Whether training forward calls stash filter spectra; with an argument, sets it."},
+    {"_filter_spectra_info", spectra_info, METH_NOARGS,
+     "(spectra alive, their bytes, max_bytes) of the training steps' filter spectra."},
+    {"_filter_spectra_set_max_bytes", spectra_set_max_bytes, METH_VARARGS,
+     "Sets the largest spectrum a forward call writes."},
+    {"_filter_spectra_enabled", spectra_enabled, METH_VARARGS,
+     "Whether training forward calls write filter spectra; with an argument, sets it."},
     {"_build_info", build_info, METH_NOARGS, "What this build of the extension holds."},
     {nullptr, nullptr, 0, nullptr}};
 

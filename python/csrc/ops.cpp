@@ -26,6 +26,7 @@
 #include "algos/registry.h"
 #include "ops.h"
 #include "plan_cache.h"
+#include "training_spectrum.h"
 
 namespace fftconv::torch_ext {
 
@@ -300,72 +301,47 @@ std::optional<Backend> engine_backend(const at::Tensor& t) {
   return std::nullopt;
 }
 
-// ---- a training step's filter spectrum ---------------------------------------------------------
-//
-// A forward call whose filter and input both require grad (a training step that will want dx)
-// writes the filter's spectrum into memory of the tensor's allocator and runs from it; the
-// stash of the device keeps it, keyed by the filter tensor's storage, data pointer and version
-// counter, so the backward-data call of the step (or another forward of the same weights) reads
-// it instead of transforming the filter again. An optimizer step changes the version: the next
-// forward writes a new one. Not while a stream is being captured, and only for readers on the
-// stream it was written on.
+// ---- a training step's filter spectrum (training_spectrum.h) -----------------------------------
 
 std::uint32_t version_of(const at::Tensor& t) {
   return t.unsafeGetTensorImpl()->version_counter().current_version();
 }
 
-bool stash_matches(const StashedSpectrum& s, const at::Tensor& weight, cudaStream_t stream) {
-  return s.stream == stream &&
-         s.filter.same(weight.storage().unsafeGetStorageImpl(), weight.data_ptr(),
+bool is_content_of(const TrainingSpectrum& s, const at::Tensor& weight) {
+  return s.filter.same(weight.storage().unsafeGetStorageImpl(), weight.data_ptr(),
                        version_of(weight));
 }
 
-// The spectrum a training forward call runs from (written now, or stashed by an earlier call of
-// the same plan and filter content), or null for a call that runs as usual.
-std::shared_ptr<const StashedSpectrum> forward_spectrum(
-    const std::shared_ptr<PlanEntry>& entry, const at::Tensor& input, const at::Tensor& weight,
-    const at::Tensor& w, Backend backend, int device, cudaStream_t stream, void* ws,
-    std::size_t ws_bytes) {
-  // Grad mode is the caller's here (the autograd kernel above does not change it): under
-  // torch.no_grad no backward pass will come.
-  if (!spectrum_stash_enabled() || !at::GradMode::is_enabled() || !input.requires_grad() ||
-      !weight.requires_grad() || weight.is_inference()) {
-    return nullptr;
-  }
+// Forward kernel: the spectrum to run from where the autograd kernel asked for one (written now
+// into memory of the tensor's allocator, and handed back to it), or null to run as usual.
+std::shared_ptr<const TrainingSpectrum> forward_spectrum(const std::shared_ptr<PlanEntry>& entry,
+                                                         const at::Tensor& weight,
+                                                         const at::Tensor& w, Backend backend,
+                                                         cudaStream_t stream, void* ws,
+                                                         std::size_t ws_bytes) {
+  if (!take_training_spectrum_request()) return nullptr;
   const Plan& plan = *entry->plan;
   const std::size_t bytes = plan.filter_spectrum_size();
-  SpectrumStash& stash = spectrum_stash(device);
-  if (bytes == 0 || bytes > stash.max_bytes() || is_capturing(backend, stream)) return nullptr;
-  c10::StorageImpl* storage = weight.storage().unsafeGetStorageImpl();
-  std::shared_ptr<const StashedSpectrum> old = stash.find(storage);
-  if (old && old->writer == entry && stash_matches(*old, weight, stream)) return old;
-
-  auto s = std::make_shared<StashedSpectrum>();
+  if (bytes == 0 || bytes > training_spectrum_max_bytes() || is_capturing(backend, stream)) {
+    return nullptr;
+  }
+  auto s = std::make_shared<TrainingSpectrum>(bytes, weight.is_cuda());
   s->filter.storage = c10::weak_intrusive_ptr<c10::StorageImpl>(weight.storage().getWeakStorageImpl());
   s->filter.data = weight.data_ptr();
   s->filter.version = version_of(weight);
   s->writer = entry;
-  s->bytes = bytes;
   s->stream = stream;
-  c10::Allocator* allocator = c10::GetAllocator(input.is_cuda() ? c10::DeviceType::CUDA
-                                                                : c10::DeviceType::CPU);
-  constexpr std::size_t kAlign = 256;  // what Plan asks of a spectrum
-  s->memory = allocator->allocate(bytes + kAlign);
-  const auto at = reinterpret_cast<std::uintptr_t>(s->memory.get());
-  s->data = reinterpret_cast<void*>((at + kAlign - 1) / kAlign * kAlign);
   plan.filter_spectrum(w.data_ptr(), s->data, ws, ws_bytes, stream);
-  stash.put(storage, s);
+  give_training_spectrum(s);
   return s;
 }
 
-// The stashed spectrum a backward-data call may read instead of `weight`, or null.
-std::shared_ptr<const StashedSpectrum> backward_spectrum(const Plan& plan, const at::Tensor& weight,
-                                                         Backend backend, int device,
-                                                         cudaStream_t stream) {
-  if (!spectrum_stash_enabled() || weight.is_inference()) return nullptr;
-  std::shared_ptr<const StashedSpectrum> s =
-      spectrum_stash(device).find(weight.storage().unsafeGetStorageImpl());
-  if (!s || !stash_matches(*s, weight, stream) || !s->writer->plan ||
+// Input-gradient kernel: the spectrum its node offers, where it is of this weight's content, was
+// written on this stream in this plan's layout and the stream is not being captured; else null.
+std::shared_ptr<const TrainingSpectrum> backward_spectrum(const Plan& plan, const at::Tensor& weight,
+                                                          Backend backend, cudaStream_t stream) {
+  std::shared_ptr<const TrainingSpectrum> s = take_offered_training_spectrum();
+  if (!s || s->stream != stream || !is_content_of(*s, weight) || !s->writer->plan ||
       !s->writer->plan->shares_filter_spectrum(plan) || is_capturing(backend, stream)) {
     return nullptr;
   }
@@ -475,10 +451,8 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
   engine_call(d, Pass::kForward, [&] {
     const Plan& plan = *r.entry->plan;
     const void* bp = b.defined() ? b.data_ptr() : nullptr;
-    const std::shared_ptr<const StashedSpectrum> s =
-        r.kept ? nullptr
-               : forward_spectrum(r.entry, input, weight, w, *backend, cache_index(*backend, x),
-                                  stream, ws.get(), ws.bytes);
+    const std::shared_ptr<const TrainingSpectrum> s =
+        r.kept ? nullptr : forward_spectrum(r.entry, weight, w, *backend, stream, ws.get(), ws.bytes);
     if (s) {
       plan.forward_with_spectrum(x.data_ptr(), s->data, bp, y.data_ptr(), ws.get(), ws.bytes,
                                  stream);
@@ -525,9 +499,8 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardData, [&] {
     const Plan& plan = *r.entry->plan;
-    const std::shared_ptr<const StashedSpectrum> s =
-        r.kept ? nullptr
-               : backward_spectrum(plan, weight, *backend, cache_index(*backend, dy), stream);
+    const std::shared_ptr<const TrainingSpectrum> s =
+        r.kept ? nullptr : backward_spectrum(plan, weight, *backend, stream);
     if (s) {
       plan.backward_data_with_spectrum(dy.data_ptr(), s->data, dx.data_ptr(), ws.get(), ws.bytes,
                                        stream);

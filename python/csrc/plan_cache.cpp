@@ -1,6 +1,5 @@
 #include "plan_cache.h"
 
-#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -92,93 +91,14 @@ void PlanCache::clear() {
   // Plans are destroyed outside the lock (clear_filter waits for the device).
 }
 
-std::shared_ptr<const StashedSpectrum> SpectrumStash::find(const c10::StorageImpl* storage) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const Item& item : order_) {
-    if (item.first == storage) return item.second;
-  }
-  return nullptr;
-}
-
-void SpectrumStash::put(const c10::StorageImpl* storage,
-                        std::shared_ptr<const StashedSpectrum> s) {
-  std::list<Item> dropped;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = order_.begin(); it != order_.end(); ++it) {
-    if (it->first == storage) {
-      bytes_ -= it->second->bytes;
-      dropped.splice(dropped.begin(), order_, it);
-      break;
-    }
-  }
-  bytes_ += s->bytes;
-  order_.emplace_front(storage, std::move(s));
-  evict_locked();
-}
-
-void SpectrumStash::evict_locked() {
-  // A call still reading a dropped spectrum holds its own shared_ptr; the allocator orders the
-  // block's reuse after the work enqueued on its stream.
-  while (bytes_ > max_bytes_ && !order_.empty()) {
-    bytes_ -= order_.back().second->bytes;
-    order_.pop_back();
-  }
-}
-
-std::size_t SpectrumStash::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return order_.size();
-}
-
-std::size_t SpectrumStash::bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return bytes_;
-}
-
-std::size_t SpectrumStash::max_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return max_bytes_;
-}
-
-void SpectrumStash::set_max_bytes(std::size_t n) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  max_bytes_ = n;
-  evict_locked();
-}
-
-void SpectrumStash::clear() {
-  std::list<Item> dropped;
-  std::lock_guard<std::mutex> lock(mutex_);
-  dropped.swap(order_);
-  bytes_ = 0;
-}
-
-namespace {
-constexpr int kMaxDevices = 64;
-
-void check_index(const char* what, int device) {
-  if (device < -1 || device >= kMaxDevices) {
-    throw std::invalid_argument(std::string(what) + ": device index " + std::to_string(device) +
-                                " outside -1.." + std::to_string(kMaxDevices - 1));
-  }
-}
-
-std::atomic<bool> g_stash_enabled{true};
-}  // namespace
-
-SpectrumStash& spectrum_stash(int device) {
-  static SpectrumStash stashes[kMaxDevices + 1];  // [0] is the host's
-  check_index("filter_spectra", device);
-  return stashes[device + 1];
-}
-
-bool spectrum_stash_enabled() { return g_stash_enabled.load(std::memory_order_relaxed); }
-void set_spectrum_stash_enabled(bool on) { g_stash_enabled.store(on, std::memory_order_relaxed); }
-
 PlanCache& plan_cache(int device) {
   // One cache per device index, made on first use; no lock on the way to a device's cache.
+  constexpr int kMaxDevices = 64;
   static PlanCache caches[kMaxDevices + 1];  // [0] is the host's
-  check_index("plan_cache", device);
+  if (device < -1 || device >= kMaxDevices) {
+    throw std::invalid_argument("plan_cache: device index " + std::to_string(device) +
+                                " outside -1.." + std::to_string(kMaxDevices - 1));
+  }
   return caches[device + 1];
 }
 

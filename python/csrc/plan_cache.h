@@ -11,10 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <c10/core/Allocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
-#include <cuda_runtime_api.h>
 
 #include "fftconv/plan.hpp"
 
@@ -89,49 +87,5 @@ class PlanCache {
 
 /// The cache of a CUDA device (index >= 0) or of the host backend (index -1).
 PlanCache& plan_cache(int device);
-
-/// A trained filter's spectrum, written by a forward call (Plan::filter_spectrum) so that the
-/// backward-data call of the same training step reads it instead of transforming the filter
-/// again (Plan::backward_data_with_spectrum), while the filter tensor is unchanged.
-struct StashedSpectrum {
-  FilterIdentity filter;               ///< the filter tensor it is of
-  std::shared_ptr<PlanEntry> writer;   ///< the forward plan that wrote it
-  c10::DataPtr memory;                 ///< bytes + 256 from the tensor's allocator
-  void* data = nullptr;                ///< the spectrum, 256-byte aligned inside `memory`
-  std::size_t bytes = 0;
-  cudaStream_t stream = nullptr;       ///< where it was written (readers on another stream skip it)
-};
-
-/// The stashed spectra of a device (or of the host), one per filter storage, bounded in bytes:
-/// the least recently written go first. Exposed to Python as fftconv.backends.filter_spectra.
-class SpectrumStash {
- public:
-  static constexpr std::size_t kDefaultMaxBytes = std::size_t{1} << 30;
-
-  /// The spectrum stashed for the filter whose storage is `storage`, or null.
-  std::shared_ptr<const StashedSpectrum> find(const c10::StorageImpl* storage) const;
-  /// Stores `s` for `storage` (replacing what was there) and drops the oldest beyond max_bytes().
-  void put(const c10::StorageImpl* storage, std::shared_ptr<const StashedSpectrum> s);
-
-  std::size_t size() const;
-  std::size_t bytes() const;
-  std::size_t max_bytes() const;
-  void set_max_bytes(std::size_t n);
-  void clear();
-
- private:
-  void evict_locked();
-
-  mutable std::mutex mutex_;
-  std::size_t max_bytes_ = kDefaultMaxBytes, bytes_ = 0;
-  using Item = std::pair<const c10::StorageImpl*, std::shared_ptr<const StashedSpectrum>>;
-  std::list<Item> order_;  // most recently written first
-};
-
-/// The stash of a CUDA device (index >= 0) or of the host backend (index -1).
-SpectrumStash& spectrum_stash(int device);
-/// Whether forward calls of trained filters stash their spectra (process-wide; default true).
-bool spectrum_stash_enabled();
-void set_spectrum_stash_enabled(bool on);
 
 }  // namespace fftconv::torch_ext

@@ -1,23 +1,19 @@
-"""The extension's plan caches, in the manner of ``torch.backends.cuda.cufft_plan_cache``, and its
-stash of training filter spectra.
+"""The extension's plan caches, in the manner of ``torch.backends.cuda.cufft_plan_cache``, and the
+training steps' filter spectra.
 
 ``fftconv.backends.plan_cache`` is the cache of the current CUDA device;
 ``fftconv.backends.plan_cache[i]`` that of device ``i`` and ``plan_cache["cpu"]`` that of the host
 backend. Each is a bounded LRU (``max_size``, default 1024) of plans keyed by descriptor, pass,
 algorithm and, for frozen filters, the filter tensor; ``size`` is the number of plans in it and
-``clear()`` drops them all (and the device's stashed spectra).
+``clear()`` drops them all.
 
-``fftconv.backends.filter_spectra`` (indexed the same way): in a training step (input and weight
-both require grad) the forward call of an FFT plan computes the weight's spectrum once into
-memory of PyTorch's allocator, and the backward-data call of the step reads it instead of
-transforming the weight again, while the weight's version counter is unchanged (an optimizer
-step changes it). One spectrum per weight is kept until the next forward replaces it or
-``max_bytes`` (default 1 GiB per device, the oldest dropped first) is exceeded; ``size`` and
-``bytes`` say what is held, ``clear()`` frees it, and ``filter_spectra.enabled = False`` turns the
-stash off for the whole process.
+``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
+grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of
+PyTorch's allocator held by the call's autograd node, and that node's backward-data call reads it
+instead of transforming the weight again; it is freed with the node's saved tensors.
+``filter_spectra.enabled = False`` turns this off, ``max_bytes`` (default 1 GiB) bounds the
+spectrum a call may write, and ``size`` and ``bytes`` say what is held now.
 """
-import atexit
-
 import torch
 
 from . import _C
@@ -79,22 +75,25 @@ class PlanCache(_PerDevice):
         return f"PlanCache({_where(self._device, self._index())}, size={self.size}, max_size={self.max_size})"
 
 
-class FilterSpectra(_PerDevice):
+class FilterSpectra:
+    """The training steps' filter spectra (process-wide): ``enabled``, ``max_bytes`` (the largest
+    spectrum a forward call writes), and ``size`` and ``bytes`` of those alive now."""
+
     @property
     def size(self):
-        return _C._filter_spectra_info(self._index())[0]
+        return _C._filter_spectra_info()[0]
 
     @property
     def bytes(self):
-        return _C._filter_spectra_info(self._index())[1]
+        return _C._filter_spectra_info()[1]
 
     @property
     def max_bytes(self):
-        return _C._filter_spectra_info(self._index())[2]
+        return _C._filter_spectra_info()[2]
 
     @max_bytes.setter
     def max_bytes(self, n):
-        _C._filter_spectra_set_max_bytes(self._index(), int(n))
+        _C._filter_spectra_set_max_bytes(int(n))
 
     @property
     def enabled(self):
@@ -104,28 +103,14 @@ class FilterSpectra(_PerDevice):
     def enabled(self, on):
         _C._filter_spectra_enabled(bool(on))
 
-    def clear(self):
-        _C._filter_spectra_clear(self._index())
-
     def __repr__(self):
-        return (f"FilterSpectra({_where(self._device, self._index())}, size={self.size}, bytes={self.bytes}, "
+        return (f"FilterSpectra(size={self.size}, bytes={self.bytes}, "
                 f"max_bytes={self.max_bytes}, enabled={self.enabled})")
 
 
 plan_cache = PlanCache(None)
-filter_spectra = FilterSpectra(None)
+filter_spectra = FilterSpectra()
 
-
-@atexit.register
-def _free_filter_spectra():
-    # Stashed spectra are memory of PyTorch's allocators: given back while torch is still alive,
-    # not by the extension's static destructors after it.
-    devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    for device in range(-1, devices):
-        try:
-            _C._filter_spectra_clear(device)
-        except RuntimeError:
-            pass
 
 build_info = _C._build_info()
 """What this build holds: {'cuda': bool, 'host_fft': bool, 'cudnn': bool}."""

@@ -349,10 +349,6 @@ def test_separable_needs_a_frozen_low_rank_filter():
 spectra = fftconv.backends.filter_spectra
 
 
-def spectra_of(device):
-    return spectra["cpu"] if device == "cpu" else spectra[torch.device(device)]
-
-
 def grads_f64(x, w, g, padding):
     xd = x.detach().double().requires_grad_()
     wd = w.detach().double().requires_grad_()
@@ -361,34 +357,29 @@ def grads_f64(x, w, g, padding):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_training_step_stashes_the_filter_spectrum(device):
-    s = spectra_of(device)
-    s.clear()
-    assert s.enabled
+def test_training_step_transforms_the_weight_once(device):
+    assert spectra.enabled and spectra.size == 0
     x = torch.randn(2, 3, 30, 26, device=device, requires_grad=True)
     w = torch.randn(4, 3, 15, 13, device=device, requires_grad=True)
     g = torch.randn(2, 4, 30, 26, device=device)
     for step in range(3):
         y = fftconv.conv2d(x, w, padding=(7, 6), algo="fft")
-        assert s.size == 1 and s.bytes > 0, "the forward call stashes the weight's spectrum"
+        assert spectra.size == 1 and spectra.bytes > 0, "the node holds the weight's spectrum"
         y.backward(g)
+        assert spectra.size == 0, "freed with the node's saved tensors"
         dx, dw = grads_f64(x, w, g, (7, 6))
         assert rel_l2(x.grad, dx) <= 1e-5 and rel_l2(w.grad, dw) <= 1e-5, f"step {step}"
         x.grad = None
         w.grad = None
         with torch.no_grad():
-            w.mul_(0.5).add_(0.25)  # an optimizer step: a new version, a new spectrum next time
-        assert s.size == 1
-    s.clear()
-    assert s.size == 0 and s.bytes == 0
+            w.mul_(0.5).add_(0.25)  # an optimizer step
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_backward_reads_the_spectrum_of_the_forward_weights(device):
-    # w.data changes the values without the version counter: the backward-data pass still reads
-    # the spectrum of the weights the forward pass ran with (so it did not transform them again).
-    s = spectra_of(device)
-    s.clear()
+def test_backward_data_reads_the_forward_calls_spectrum(device):
+    # Through .data the values change without the version counter, so the backward-data call
+    # still takes the spectrum its forward call wrote: dx is that of the forward's weights, which
+    # shows it did not transform the weight again. The next forward sees the new values.
     x = torch.randn(1, 2, 24, 24, device=device, requires_grad=True)
     w = torch.randn(2, 2, 11, 11, device=device, requires_grad=True)
     w_forward = w.detach().clone()
@@ -398,35 +389,63 @@ def test_backward_reads_the_spectrum_of_the_forward_weights(device):
     y.backward(g)
     dx, _ = grads_f64(x, w_forward, g, 5)
     assert rel_l2(x.grad, dx) <= 1e-5
+    y = fftconv.conv2d(x.detach(), w, padding=5, algo="fft")
+    assert rel_l2(y, F.conv2d(x.detach().double(), w.detach().double(), padding=5)) <= 1e-5
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_no_spectrum_is_stashed_outside_training_or_when_off(device):
-    s = spectra_of(device)
-    s.clear()
+def test_views_of_one_weight_keep_their_own_spectra(device):
+    # A square kernel and its transpose share storage, data pointer, version and shape.
+    x = torch.randn(1, 3, 20, 20, device=device, requires_grad=True)
+    w = torch.randn(3, 3, 9, 9, device=device, requires_grad=True)
+    wt = w.transpose(2, 3)
+    g = torch.randn(1, 3, 20, 20, device=device)
+    y = fftconv.conv2d(x, w, padding=4, algo="fft") + fftconv.conv2d(x, wt, padding=4, algo="fft")
+    y.backward(g)
+    xd = x.detach().double().requires_grad_()
+    wd = w.detach().double()
+    (F.conv2d(xd, wd, padding=4) + F.conv2d(xd, wd.transpose(2, 3), padding=4)).backward(g.double())
+    assert rel_l2(x.grad, xd.grad) <= 1e-5
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_spectrum_outside_training_or_when_off(device):
     x = torch.randn(1, 2, 20, 20, device=device)
     w = torch.randn(2, 2, 9, 9, device=device, requires_grad=True)
-    fftconv.conv2d(x, w, padding=4, algo="fft")  # the input needs no gradient: no dx to come
+    y = fftconv.conv2d(x, w, padding=4, algo="fft")  # the input needs no gradient: no dx to come
+    assert spectra.size == 0
+    x.requires_grad_()
     with torch.no_grad():
-        fftconv.conv2d(x.requires_grad_(), w, padding=4, algo="fft")
-    assert s.size == 0
-    old_limit = s.max_bytes
+        fftconv.conv2d(x, w, padding=4, algo="fft")
+    assert spectra.size == 0
+    old_limit = spectra.max_bytes
     try:
-        s.max_bytes = 1024  # below one spectrum: not stashed, and the step is still right
+        spectra.max_bytes = 1024  # below one spectrum: none written, and the step is still right
         y = fftconv.conv2d(x, w, padding=4, algo="fft")
-        assert s.size == 0
-        y.sum().backward()
-        s.max_bytes = old_limit
-        s.enabled = False
+        assert spectra.size == 0
+        spectra.max_bytes = old_limit
+        spectra.enabled = False
         y = fftconv.conv2d(x, w, padding=4, algo="fft")
-        assert s.size == 0
-        x.grad = None
+        assert spectra.size == 0
         y.backward(torch.ones_like(y))
         dx, _ = grads_f64(x, w, torch.ones_like(y), 4)
         assert rel_l2(x.grad, dx) <= 1e-5
     finally:
-        s.max_bytes = old_limit
-        s.enabled = True
+        spectra.max_bytes = old_limit
+        spectra.enabled = True
     with pytest.raises(ValueError):
-        s.max_bytes = -1
-    assert "max_bytes" in repr(s) and spectra["cpu"].max_bytes == old_limit
+        spectra.max_bytes = -1
+    assert "max_bytes" in repr(spectra)
+
+
+def test_double_backward_with_a_spectrum():
+    x = torch.randn(1, 2, 16, 16, dtype=torch.float32, requires_grad=True)
+    w = torch.randn(2, 2, 7, 7, dtype=torch.float32, requires_grad=True)
+    y = fftconv.conv2d(x, w, padding=3, algo="fft")
+    (gx,) = torch.autograd.grad(y.square().sum(), x, create_graph=True)
+    gx.square().sum().backward()
+    xd = x.detach().double().requires_grad_()
+    wd = w.detach().double().requires_grad_()
+    (gxd,) = torch.autograd.grad(F.conv2d(xd, wd, padding=3).square().sum(), xd, create_graph=True)
+    gxd.square().sum().backward()
+    assert rel_l2(gx, gxd) <= 1e-5 and rel_l2(w.grad, wd.grad) <= 1e-5
