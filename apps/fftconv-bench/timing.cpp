@@ -182,9 +182,19 @@ Timed time_shared_spectrum(const ConvDesc& d, const Options& o, Inputs& in, cons
     po.fft_h = fwd.info().fft_h;
     po.fft_w = fwd.info().fft_w;
     const auto t0 = std::chrono::steady_clock::now();
-    dgrad = std::make_unique<Plan>(d, po);
+    try {
+      dgrad = std::make_unique<Plan>(d, po);
+    } catch (const fftconv::Error& e) {
+      t.describe = std::string("no shared spectrum: no backward-data plan at the forward's size: ") +
+                   e.what();
+      return t;
+    }
     t.plan_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!fwd.shares_filter_spectrum(*dgrad)) {
+      t.describe = "no shared spectrum: " + fwd.describe() + " / " + dgrad->describe();
+      return t;
+    }
   }
   const Plan& plan = dgrad ? *dgrad : fwd;
   t.info = plan.info();

@@ -74,6 +74,7 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
       key_prefix(pass_) + d_.to_string() + (g_.tiled ? " tile=" : " fft=") + size_text(g_));
   runner_ = make_cgemm_runner(*choice.kernel);
   gemm_reason_ = choice.reason;
+  FFTCONV_CUDA_CHECK(cudaGetDevice(&device_));
   if (o.fft_callbacks) pad_reason_ = make_pad_callbacks();
   // Without callbacks, and for calls whose tensors the callback plans cannot take.
   r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
@@ -271,7 +272,9 @@ std::size_t FftConvAlgo::filter_spectrum_size() const {
 
 std::string FftConvAlgo::filter_spectrum_layout() const {
   if (!has_filter_input(pass_)) return {};
-  return std::string("gpu ") + dtype_name(d_.dtype) + " k" + std::to_string(d_.k) + " c" +
+  // The device too: plans on two GPUs never read each other's memory.
+  return "gpu" + std::to_string(device_) + " " + dtype_name(d_.dtype) + " k" +
+         std::to_string(d_.k) + " c" +
          std::to_string(d_.c_per_group()) + " r" + std::to_string(d_.r) + "s" +
          std::to_string(d_.s) + " d" + std::to_string(d_.dil_h) + "x" +
          std::to_string(d_.dil_w) + " fft " + size_text(g_);

@@ -61,6 +61,7 @@ class FftConvAlgo final : public ConvAlgo {
   std::string make_pad_callbacks();
 
   ConvDesc d_;
+  int device_ = -1;  // the device the plan was built on
   Pass pass_;
   DType out_dtype_;  // dw may be fp32 for half data (Options::dw_fp32)
   FftGeometry g_;

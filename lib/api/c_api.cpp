@@ -224,16 +224,14 @@ fftconv_status_t fftconv_plan_clear_filter(fftconv_plan_t plan) {
 fftconv_status_t fftconv_plan_filter_spectrum_size(fftconv_plan_t plan, size_t* bytes) {
   if (!plan) return fail(fftconv::Status::kNullPointer, "plan is null");
   if (!bytes) return fail(fftconv::Status::kNullPointer, "bytes is null");
-  *bytes = plan->plan.filter_spectrum_size();
-  return ok();
+  return guarded([&] { *bytes = plan->plan.filter_spectrum_size(); });
 }
 
 fftconv_status_t fftconv_plans_share_filter_spectrum(fftconv_plan_t a, fftconv_plan_t b,
                                                      int* shared) {
   if (!a || !b) return fail(fftconv::Status::kNullPointer, "plan is null");
   if (!shared) return fail(fftconv::Status::kNullPointer, "shared is null");
-  *shared = a->plan.shares_filter_spectrum(b->plan) ? 1 : 0;
-  return ok();
+  return guarded([&] { *shared = a->plan.shares_filter_spectrum(b->plan) ? 1 : 0; });
 }
 
 fftconv_status_t fftconv_filter_spectrum(fftconv_plan_t plan, const void* w, void* spectrum,

@@ -6,31 +6,46 @@
 #include <vector>
 
 #include <cufftXt.h>
-#include <nvJitLink.h>
+#include <dlfcn.h>
 
 #include "core/check.h"
 #include "fft/pad_load.h"
-#include "pad_load_fatbin.h"  // generated: the callbacks' LTO-IR (lib/CMakeLists.txt)
+// Generated (lib/CMakeLists.txt): the LTO-IR of the pad callbacks and of the probe.
+#include "fftconv_load_probe_fatbin.h"
+#include "fftconv_pad_load_fatbin.h"
 
 namespace fftconv::detail {
 
 namespace {
 
-/// The callbacks' LTO-IR in 8-byte aligned memory (bin2c's array is aligned to its bytes only).
+/// A copy of embedded LTO-IR in 8-byte aligned memory (bin2c's arrays are aligned to bytes only).
+std::vector<std::uint64_t> aligned_copy(const unsigned char* bytes, std::size_t n) {
+  std::vector<std::uint64_t> v((n + 7) / 8, 0);
+  std::memcpy(v.data(), bytes, n);
+  return v;
+}
+
 const void* pad_load_fatbin() {
-  static const std::vector<std::uint64_t> aligned = [] {
-    std::vector<std::uint64_t> v((fftconv_pad_load_fatbinLength + 7) / 8, 0);
-    std::memcpy(v.data(), fftconv_pad_load_fatbin, fftconv_pad_load_fatbinLength);
-    return v;
-  }();
+  static const std::vector<std::uint64_t> aligned =
+      aligned_copy(fftconv_pad_load_fatbin, fftconv_pad_load_fatbinLength);
   return aligned.data();
 }
 
-/// The nvJitLink that cuFFT links the callbacks with ("13.0"), or why there is none.
-std::string nvjitlink_version(bool* ok) {
+constexpr const char* kLoadProbe = "fftconv_load_probe";  // lib/fft/load_probe_callback.cu
+
+/// The version of the nvJitLink cuFFT has loaded to link callbacks ("13.0"), asked of the copy
+/// already in the process (never loading one: cuFFT chooses which); "not loaded" otherwise.
+std::string loaded_nvjitlink_version() {
+  // Its soname carries the CUDA major version, as cuFFT's does not.
+  const std::string soname = "libnvJitLink.so." + std::to_string(CUDART_VERSION / 1000);
+  void* lib = dlopen(soname.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return "not loaded";
+  using VersionFn = int (*)(unsigned*, unsigned*);
+  const auto version = reinterpret_cast<VersionFn>(dlsym(lib, "nvJitLinkVersion"));
   unsigned major = 0, minor = 0;
-  *ok = nvJitLinkVersion(&major, &minor) == NVJITLINK_SUCCESS;
-  return *ok ? std::to_string(major) + "." + std::to_string(minor) : std::string("unavailable");
+  const bool ok = version && version(&major, &minor) == 0;
+  dlclose(lib);
+  return ok ? std::to_string(major) + "." + std::to_string(minor) : std::string("of unknown version");
 }
 
 /// cufftResult of making a small r2c plan with the probe callback (CUFFT_SUCCESS: cuFFT links LTO
@@ -39,8 +54,11 @@ cufftResult probe_result() {
   static const cufftResult result = [] {
     cufftHandle h;
     if (cufftCreate(&h) != CUFFT_SUCCESS) return CUFFT_INTERNAL_ERROR;
-    cufftResult r = cufftXtSetJITCallback(h, kLoadProbe, pad_load_fatbin(),
-                                          fftconv_pad_load_fatbinLength, CUFFT_CB_LD_REAL, nullptr);
+    static const std::vector<std::uint64_t> probe =
+        aligned_copy(fftconv_load_probe_fatbin, fftconv_load_probe_fatbinLength);
+    cufftResult r = cufftXtSetJITCallback(h, kLoadProbe, probe.data(),
+                                          fftconv_load_probe_fatbinLength, CUFFT_CB_LD_REAL,
+                                          nullptr);
     if (r == CUFFT_SUCCESS) {
       std::size_t work = 0;
       r = cufftMakePlan2d(h, 16, 16, CUFFT_R2C, &work);  // the plainest plan there is
@@ -84,12 +102,6 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
   created_ = true;
   try {
     FFTCONV_CUFFT_CHECK(cufftSetAutoAllocation(handle_, 0));
-    bool linker = false;
-    const std::string linker_version = nvjitlink_version(&linker);
-    if (!linker) {
-      throw Error(Status::kNotSupported, "nvJitLink, which links cuFFT's LTO callbacks, is " +
-                                             linker_version);
-    }
     const char* name = load.dtype == DType::kF16    ? kPadLoadF16
                        : load.dtype == DType::kBF16 ? kPadLoadBF16
                                                     : kPadLoadF32;
@@ -119,7 +131,7 @@ CufftPlan2d::CufftPlan2d(const FftGeometry& g, std::int64_t batch, const PadLoad
       cufftGetVersion(&cufft_version);
       const cufftResult probe = probe_result();
       const std::string versions =
-          "cuFFT " + std::to_string(cufft_version) + ", nvJitLink " + linker_version +
+          "cuFFT " + std::to_string(cufft_version) + ", nvJitLink " + loaded_nvjitlink_version() +
           ", callbacks compiled by CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
           std::to_string(CUDART_VERSION % 1000 / 10);
       throw Error(Status::kNotSupported,

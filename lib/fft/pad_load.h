@@ -60,8 +60,5 @@ FFTCONV_HD std::int64_t pad_load_source(unsigned long long offset, const PadLoad
 constexpr const char* kPadLoadF32 = "fftconv_pad_load_f32";
 constexpr const char* kPadLoadF16 = "fftconv_pad_load_f16";
 constexpr const char* kPadLoadBF16 = "fftconv_pad_load_bf16";
-/// A callback that returns the input as it is: the probe that tells whether cuFFT on this
-/// machine links LTO callbacks at all (cufft_plan.cpp).
-constexpr const char* kLoadProbe = "fftconv_load_probe";
 
 }  // namespace fftconv::detail

@@ -34,10 +34,6 @@ extern "C" __device__ cufftReal fftconv_pad_load_f16(void* data_in, unsigned lon
   return fftconv::detail::pad_load<__half>(
       data_in, offset, *static_cast<const fftconv::detail::PadLoadInfo*>(caller_info));
 }
-extern "C" __device__ cufftReal fftconv_load_probe(void* data_in, unsigned long long offset, void*,
-                                                   void*) {
-  return static_cast<const cufftReal*>(data_in)[offset];
-}
 extern "C" __device__ cufftReal fftconv_pad_load_bf16(void* data_in, unsigned long long offset,
                                                       void* caller_info, void*) {
   return fftconv::detail::pad_load<__nv_bfloat16>(
