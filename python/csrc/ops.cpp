@@ -168,6 +168,21 @@ int cache_index(Backend backend, const at::Tensor& t) {
   return backend == Backend::kGpu ? t.get_device() : -1;
 }
 
+// The filter tensor's content now: its storage (held weakly), data pointer and version counter.
+FilterIdentity identity_of(const at::Tensor& t) {
+  FilterIdentity id;
+  id.storage = c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl());
+  id.data = t.data_ptr();
+  id.version = t.unsafeGetTensorImpl()->version_counter().current_version();
+  return id;
+}
+
+// Whether `id` is tensor t's content now.
+bool is_content_of(const FilterIdentity& id, const at::Tensor& t) {
+  return id.same(t.storage().unsafeGetStorageImpl(), t.data_ptr(),
+                 t.unsafeGetTensorImpl()->version_counter().current_version());
+}
+
 struct Resolved {
   std::shared_ptr<PlanEntry> entry;
   bool kept = false;  // run with the kept filter (w = nullptr)
@@ -192,15 +207,6 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
   if (!frozen.defined() || shared->use_aten) return {shared, false};
 
   const c10::StorageImpl* storage = frozen.storage().unsafeGetStorageImpl();
-  const void* data = frozen.data_ptr();
-  const std::uint32_t version = frozen.unsafeGetTensorImpl()->version_counter().current_version();
-  auto identity = [&] {
-    FilterIdentity id;
-    id.storage = c10::weak_intrusive_ptr<c10::StorageImpl>(frozen.storage().getWeakStorageImpl());
-    id.data = data;
-    id.version = version;
-    return id;
-  };
 
   PlanKey kept_key = key;
   kept_key.filter = storage;
@@ -210,13 +216,13 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
     if (algo != Algo::kSeparable) {
       std::lock_guard<std::mutex> lock(shared->mutex);
       bool seen = false;
-      for (const FilterIdentity& s : shared->seen) seen = seen || s.same(storage, data, version);
+      for (const FilterIdentity& s : shared->seen) seen = seen || is_content_of(s, frozen);
       if (!seen) {
         constexpr std::size_t kSeen = 8;
         if (shared->seen.size() < kSeen) {
-          shared->seen.push_back(identity());
+          shared->seen.push_back(identity_of(frozen));
         } else {
-          shared->seen[shared->seen_next] = identity();
+          shared->seen[shared->seen_next] = identity_of(frozen);
           shared->seen_next = (shared->seen_next + 1) % kSeen;
         }
         return {shared, false};
@@ -227,14 +233,14 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
     if (kept->use_aten) return {kept, false};
   }
   std::lock_guard<std::mutex> lock(kept->mutex);
-  if (!kept->kept.same(storage, data, version)) {
+  if (!is_content_of(kept->kept, frozen)) {
     if (capturing()) capture_miss(d, pass, "a changed frozen filter");
     try {
       kept->plan->set_filter(frozen_contiguous.data_ptr(), stream);
     } catch (const Error& err) {
       TORCH_CHECK(false, "fftconv: keeping the filter of ", d.to_string(), ": ", err.what());
     }
-    kept->kept = identity();
+    kept->kept = identity_of(frozen);
   }
   return {kept, true};
 }
@@ -303,15 +309,6 @@ std::optional<Backend> engine_backend(const at::Tensor& t) {
 
 // ---- a training step's filter spectrum (training_spectrum.h) -----------------------------------
 
-std::uint32_t version_of(const at::Tensor& t) {
-  return t.unsafeGetTensorImpl()->version_counter().current_version();
-}
-
-bool is_content_of(const TrainingSpectrum& s, const at::Tensor& weight) {
-  return s.filter.same(weight.storage().unsafeGetStorageImpl(), weight.data_ptr(),
-                       version_of(weight));
-}
-
 // Forward kernel: the spectrum to run from where the autograd kernel asked for one (written now
 // into memory of the tensor's allocator, and handed back to it), or null to run as usual.
 std::shared_ptr<const TrainingSpectrum> forward_spectrum(const std::shared_ptr<PlanEntry>& entry,
@@ -326,9 +323,7 @@ std::shared_ptr<const TrainingSpectrum> forward_spectrum(const std::shared_ptr<P
     return nullptr;
   }
   auto s = std::make_shared<TrainingSpectrum>(bytes, weight.is_cuda());
-  s->filter.storage = c10::weak_intrusive_ptr<c10::StorageImpl>(weight.storage().getWeakStorageImpl());
-  s->filter.data = weight.data_ptr();
-  s->filter.version = version_of(weight);
+  s->filter = identity_of(weight);
   s->writer = entry;
   s->stream = stream;
   plan.filter_spectrum(w.data_ptr(), s->data, ws, ws_bytes, stream);
@@ -341,7 +336,7 @@ std::shared_ptr<const TrainingSpectrum> forward_spectrum(const std::shared_ptr<P
 std::shared_ptr<const TrainingSpectrum> backward_spectrum(const Plan& plan, const at::Tensor& weight,
                                                           Backend backend, cudaStream_t stream) {
   std::shared_ptr<const TrainingSpectrum> s = take_offered_training_spectrum();
-  if (!s || s->stream != stream || !is_content_of(*s, weight) || !s->writer->plan ||
+  if (!s || s->stream != stream || !is_content_of(s->filter, weight) || !s->writer->plan ||
       !s->writer->plan->shares_filter_spectrum(plan) || is_capturing(backend, stream)) {
     return nullptr;
   }

@@ -19,29 +19,7 @@ import torch
 from . import _C
 
 
-def _device_index(device):
-    """-1 for the host, a CUDA device index otherwise (from an int, 'cpu', 'cuda:i', torch.device)."""
-    if isinstance(device, str) and device == "cpu":
-        return -1
-    device = torch.device(device) if isinstance(device, str) else device
-    if isinstance(device, torch.device):
-        if device.type == "cpu":
-            return -1
-        if device.type != "cuda":
-            raise ValueError(f"fftconv runs on cuda and cpu devices, not {device.type}")
-        return device.index if device.index is not None else torch.cuda.current_device()
-    if not isinstance(device, int) or device < -1:
-        raise ValueError(f"expected a device index, 'cpu' or a torch.device, got {device!r}")
-    return device
-
-
-def _where(device, index):
-    if index == -1:
-        return "cpu"
-    return "current CUDA device" if device is None else f"cuda:{index}"
-
-
-class _PerDevice:
+class PlanCache:
     def __init__(self, device):
         self._device = device
 
@@ -49,12 +27,6 @@ class _PerDevice:
         if self._device is None:
             return torch.cuda.current_device() if torch.cuda.is_available() else -1
         return self._device
-
-    def __getitem__(self, device):
-        return type(self)(_device_index(device))
-
-
-class PlanCache(_PerDevice):
 
     @property
     def size(self):
@@ -71,8 +43,24 @@ class PlanCache(_PerDevice):
     def clear(self):
         _C._plan_cache_clear(self._index())
 
+    def __getitem__(self, device):
+        if isinstance(device, str) and device == "cpu":
+            return PlanCache(-1)
+        device = torch.device(device) if isinstance(device, str) else device
+        if isinstance(device, torch.device):
+            if device.type == "cpu":
+                return PlanCache(-1)
+            if device.type != "cuda":
+                raise ValueError(f"fftconv has no plan cache for device type {device.type}")
+            device = device.index if device.index is not None else torch.cuda.current_device()
+        if not isinstance(device, int) or device < -1:
+            raise ValueError(f"expected a device index, 'cpu' or a torch.device, got {device!r}")
+        return PlanCache(device)
+
     def __repr__(self):
-        return f"PlanCache({_where(self._device, self._index())}, size={self.size}, max_size={self.max_size})"
+        where = "current CUDA device" if self._device is None else (
+            "cpu" if self._device == -1 else f"cuda:{self._device}")
+        return f"PlanCache({where}, size={self.size}, max_size={self.max_size})"
 
 
 class FilterSpectra:
@@ -110,7 +98,6 @@ class FilterSpectra:
 
 plan_cache = PlanCache(None)
 filter_spectra = FilterSpectra()
-
 
 build_info = _C._build_info()
 """What this build holds: {'cuda': bool, 'host_fft': bool, 'cudnn': bool}."""
