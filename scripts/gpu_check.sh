@@ -42,7 +42,10 @@
 # fftconv-bench on suite.csv, every pass, --stages, with and without --callbacks, each plan's
 # time included: callbacks-on.json, callbacks-off.json; not by default), spectrum (a training
 # step's shared filter spectrum, fftconv-bench --shared-spectrum on suite.csv, fwd and dgrad:
-# spectrum.json; FFTCONV_SPECTRUM_ARGS appended; not by default).
+# spectrum.json; FFTCONV_SPECTRUM_ARGS appended; not by default), fused (the fused small-plane
+# path: its GPU tests, racecheck over its kernels, and the small-plane suite rows with --algo
+# fft_fused, fft and auto: fused-*.txt and fused-*.json; FFTCONV_FUSED_ALGOS, FFTCONV_FUSED_ARGS;
+# not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -400,6 +403,29 @@ if step spectrum; then
     --shared-spectrum --verify --no-cudnn ${FFTCONV_SPECTRUM_ARGS:-} --json "$OUT/spectrum.json" \
     >"$OUT/spectrum.txt" 2>&1 || status=1
   grep -E "out of tolerance" "$OUT/spectrum.txt"
+fi
+if step fused; then
+  # The fused small-plane path: its GPU tests, racecheck over its kernels' barriers, and the
+  # small-plane suite rows forced fused and staged, and under Auto, forward and backward data
+  # (back-to-back, cold and host times): fused-*.txt, fused-*.json.
+  limited fused "$BUILD/tests/fftconv_gpu_tests" --gtest_filter='Fused*' >"$OUT/fused-tests.txt" 2>&1 ||
+    status=1
+  grep -E "^\[ sweep|FAILED|PASSED" "$OUT/fused-tests.txt" | head -20
+  san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+  limited fused "$san" --tool racecheck --error-exitcode 99 "$BUILD/tests/fftconv_gpu_tests" \
+    --gtest_filter='Fused.CapturesInACudaGraph:Fused.KeptFilterMatchesPerCall:Fused.EveryCoveredSize' \
+    >"$OUT/fused-racecheck.txt" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$OUT/fused-racecheck.txt" | head -5
+  small="$OUT/fused-rows.csv"
+  grep -E "^(name|seed3_landmark_same|landmark_batch64|landmark_heatmaps_dw68|replknet_dw31_14|replknet_dw31_56|slak_dw51_28)," \
+    data/shapes/suite.csv >"$small"
+  for algo in ${FFTCONV_FUSED_ALGOS:-fft_fused fft auto}; do
+    # shellcheck disable=SC2086
+    limited fused "$BUILD/apps/fftconv-bench" --shapes "$small" --pass fwd,dgrad --algo "$algo" \
+      --verify --no-cudnn ${FFTCONV_FUSED_ARGS:-} --json "$OUT/fused-$algo.json" \
+      >"$OUT/fused-$algo.txt" 2>&1 || status=1
+    echo "== --algo $algo"; cat "$OUT/fused-$algo.txt"
+  done
 fi
 echo "gpu_check status $status"
 exit $status

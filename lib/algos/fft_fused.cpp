@@ -1,7 +1,8 @@
 // The fused FFT entry of the implementation list (Algo::kFftFused): the whole convolution of a
-// pair of planes in one block, its FFTs in shared memory (lib/fused/fused_conv.h). Serves the
-// problems the small-plane networks run: one input and one output channel per group (depthwise,
-// single-channel heatmaps), FFT planes up to 128x128, the forward and backward-data passes.
+// plane in one kernel, F threads of a block transforming it in registers and shared memory
+// (lib/fused/fused_conv.h). Serves the problems the small-plane networks run: one input and one
+// output channel per group (depthwise, single-channel heatmaps), FFT planes up to 128x128, the
+// forward and backward-data passes.
 #include <string>
 
 #include "algos/registry.h"
@@ -15,18 +16,9 @@ namespace fftconv::detail {
 
 namespace {
 
-struct FusedSize {
-  int log_h = -1, log_w = -1;
-  std::int64_t h() const { return std::int64_t{1} << log_h; }
-  std::int64_t w() const { return std::int64_t{1} << log_w; }
-};
-
-FusedSize fused_size(const ConvDesc& d) {
-  return FusedSize{fused_log_extent(min_fft_h(d)), fused_log_extent(min_fft_w(d))};
-}
-
-std::string size_text(const FusedSize& f) {
-  return std::to_string(f.h()) + "x" + std::to_string(f.w());
+std::string size_text(int log_f) {
+  const std::string f = std::to_string(std::int64_t{1} << log_f);
+  return f + "x" + f;
 }
 
 Support fused_can_implement(const ConvDesc& d, const Options& o) {
@@ -42,18 +34,18 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
                            std::to_string(d.c_per_group()) + " -> " +
                            std::to_string(d.k_per_group()) + " per group of " + d.to_string());
   }
-  const FusedSize f = fused_size(d);
-  if (f.log_h < 0 || f.log_w < 0) {
+  const int log_f = fused_log_size(d);
+  if (log_f < 0) {
     return Support::no(Status::kNotSupported,
                        "the fused FFT covers planes up to " + std::to_string(kMaxFusedExtent) +
                            "x" + std::to_string(kMaxFusedExtent) + "; " + d.to_string() +
                            " needs " + std::to_string(min_fft_h(d)) + "x" +
                            std::to_string(min_fft_w(d)));
   }
-  const std::size_t factors = fused_factor_bytes(d.k, f.log_h, f.log_w);
+  const std::size_t factors = fused_factor_bytes(d.k, log_f);
   if (factors > o.workspace_limit) {
     return Support::no(Status::kOutOfMemory,
-                       "the fused FFT " + size_text(f) + " needs " + std::to_string(factors) +
+                       "the fused FFT " + size_text(log_f) + " needs " + std::to_string(factors) +
                            " bytes of filter factors, over the workspace limit of " +
                            std::to_string(o.workspace_limit) + " bytes");
   }
@@ -68,36 +60,14 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
 
 class FusedFftAlgo final : public ConvAlgo {
  public:
-  FusedFftAlgo(const ConvDesc& d, const Options& o) : d_(d), pass_(o.pass), size_(fused_size(d)) {
-    prepare_fused_kernels(d_.dtype);
-    workspace_ = align_up(fused_factor_bytes(d_.k, size_.log_h, size_.log_w));
-    conv_.planes = d_.n * d_.k;
-    conv_.k = static_cast<int>(d_.k);
-    conv_.log_h = size_.log_h;
-    conv_.log_w = size_.log_w;
-    if (pass_ == Pass::kForward) {
-      // x offset by the padding; the output reads the correlation with the stride, wrapping.
-      conv_.src_h = static_cast<int>(d_.h);
-      conv_.src_w = static_cast<int>(d_.w);
-      conv_.off_h = static_cast<int>(d_.pad_h);
-      conv_.off_w = static_cast<int>(d_.pad_w);
-      conv_.out_h = static_cast<int>(d_.out_h());
-      conv_.out_w = static_cast<int>(d_.out_w());
-      conv_.read_stride_h = static_cast<int>(d_.stride_h);
-      conv_.read_stride_w = static_cast<int>(d_.stride_w);
-      conv_.wrap = true;
-    } else {
-      // dy spread by the stride at the origin; dx is the convolution read at the padding.
-      conv_.src_h = static_cast<int>(d_.out_h());
-      conv_.src_w = static_cast<int>(d_.out_w());
-      conv_.step_h = static_cast<int>(d_.stride_h);
-      conv_.step_w = static_cast<int>(d_.stride_w);
-      conv_.out_h = static_cast<int>(d_.h);
-      conv_.out_w = static_cast<int>(d_.w);
-      conv_.read_off_h = static_cast<int>(d_.pad_h);
-      conv_.read_off_w = static_cast<int>(d_.pad_w);
-      conv_.wrap = false;
-    }
+  FusedFftAlgo(const ConvDesc& d, const Options& o)
+      : d_(d),
+        pass_(o.pass),
+        log_f_(fused_log_size(d)),
+        conv_(fused_conv_args(d, o.pass, log_f_)),
+        filter_(fused_filter_args(d, o.pass, log_f_)) {
+    prepare_fused_kernels();
+    workspace_ = align_up(fused_factor_bytes(d_.k, log_f_));
   }
   ~FusedFftAlgo() override { clear_filter(); }
 
@@ -117,19 +87,18 @@ class FusedFftAlgo final : public ConvAlgo {
     c.src = pass_ == Pass::kForward ? a.x : a.dy;
     c.bias = pass_ == Pass::kForward ? a.bias : nullptr;
     c.out = a.out;
-    launch_fused_conv(c, d_.dtype, stream);
+    launch_fused_conv(c, stream);
     if (marks) marks->mark("fused", stream);
   }
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kFftFused;
-    info.fft_h = size_.h();
-    info.fft_w = size_.w();
+    info.fft_h = info.fft_w = std::int64_t{1} << log_f_;
     info.workspace_bytes = workspace_;
   }
 
   void set_filter(const void* w, cudaStream_t stream) override {
-    if (!kept_) kept_ = DeviceBuffer(fused_factor_bytes(d_.k, size_.log_h, size_.log_w));
+    if (!kept_) kept_ = DeviceBuffer(fused_factor_bytes(d_.k, log_f_));
     enqueue_factors(w, kept_.get(), stream);
     kept_fence_.mark(stream);
   }
@@ -142,25 +111,17 @@ class FusedFftAlgo final : public ConvAlgo {
 
  private:
   void enqueue_factors(const void* w, void* factors, cudaStream_t stream) const {
-    FusedFilterArgs f;
+    FusedFilterArgs f = filter_;
     f.w = w;
     f.factors = factors;
-    f.k = static_cast<int>(d_.k);
-    f.r = static_cast<int>(d_.r);
-    f.s = static_cast<int>(d_.s);
-    f.dil_h = static_cast<int>(d_.dil_h);
-    f.dil_w = static_cast<int>(d_.dil_w);
-    f.conjugate = pass_ == Pass::kForward;
-    f.scale = static_cast<float>(1.0 / double(size_.h() * size_.w()));
-    f.log_h = size_.log_h;
-    f.log_w = size_.log_w;
-    launch_fused_filter_factors(f, d_.dtype, stream);
+    launch_fused_filter_factors(f, stream);
   }
 
   ConvDesc d_;
   Pass pass_;
-  FusedSize size_;
+  int log_f_;
   FusedConvArgs conv_;
+  FusedFilterArgs filter_;
   std::size_t workspace_ = 0;
   DeviceBuffer kept_;
   KeptFilterFence kept_fence_;
@@ -173,15 +134,15 @@ class FftFusedFactory final : public AlgoFactory {
     return fused_can_implement(d, o);
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
-    const FusedSize f = fused_size(d);
-    if (detail) *detail = size_text(f);
-    return estimate_fused_us(d, f.log_h, f.log_w, o.pass);
+    const int log_f = fused_log_size(d);
+    if (detail) *detail = size_text(log_f);
+    return estimate_fused_us(d, log_f, o.pass);
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     const Support s = fused_can_implement(d, o);
     if (!s.ok()) throw Error(s.status, s.reason);
-    if (reason) *reason = "fused fft " + size_text(fused_size(d));
+    if (reason) *reason = "fused fft " + size_text(fused_log_size(d));
     auto algo = std::make_unique<FusedFftAlgo>(d, o);
     check_device_memory(*algo);
     return algo;

@@ -1,11 +1,12 @@
-// The fused FFT convolution (Algo::kFftFused): one kernel per pass for planes whose FFT fits in
-// shared memory. A block takes two planes at once as the real and imaginary parts of one complex
-// plane (x1 + i x2), transforms it in shared memory (lib/fused/smem_fft.cuh), separates the two
-// spectra by their Hermitian symmetry, multiplies each by its filter's factor, and transforms
-// back: the real part of the result is the first output plane, the imaginary part the second.
-// The filter factors (the spectrum of each dilated filter, conjugated for the forward pass's
-// correlation, scaled by 1/(fft_h*fft_w)) come from a second kernel of the same kind, run per
-// call into the workspace or once by set_filter into memory the plan keeps.
+// The fused FFT convolution (Algo::kFftFused): one kernel per pass for planes whose F x F FFT
+// (F a power of two from 8 to 128) fits in shared memory. F threads take one plane: they load it,
+// transform it as a real 2D FFT in shared memory and registers, multiply it by the filter's
+// spectrum, transform it back and store the output window, with the padding, stride, bias and
+// dtype conversion on the way in and out (lib/fused/fused_program.cuh says how). A block of 128
+// threads holds 128 / F planes. The filter spectra (each dilated filter's, conjugated for the
+// forward pass's correlation, scaled by 1/F^2, as [F][F/2 + 1] complex values) come from a
+// second kernel of the same kind, run per call into the workspace or once by set_filter into
+// memory the plan keeps.
 #pragma once
 
 #include <cstddef>
@@ -14,47 +15,85 @@
 #include <cuda_runtime_api.h>
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/options.hpp"
 
 namespace fftconv::detail {
 
-/// Where one source plane (x forward, dy backward data) lands in the FFT plane and which window
-/// of the result is the output (lib/geometry/index_math.h: placed_source, clip_read).
+/// Where a source plane lands in the F x F plane and which window of the result is the output
+/// (lib/geometry/index_math.h: placed_source, clip_read).
+struct FusedGeometry {
+  int src_h = 0, src_w = 0;    ///< source plane
+  int off_h = 0, off_w = 0;    ///< placement offset of source element (0, 0)
+  int step_h = 1, step_w = 1;  ///< placement step (the backward pass's stride spread, dilation)
+  int out_h = 0, out_w = 0;    ///< output window
+  int read_off_h = 0, read_off_w = 0, read_stride_h = 1, read_stride_w = 1;
+  bool wrap = true;  ///< output reads past the period wrap (forward) or read zeros
+};
+
 struct FusedConvArgs {
-  const void* src = nullptr;     ///< source planes, planes x src_h x src_w
-  const void* factors = nullptr; ///< float2 [k][fft_h][fft_w] (fused_filter_factors)
-  const void* bias = nullptr;    ///< [k] or null (forward)
-  void* out = nullptr;           ///< planes x out_h x out_w
-  std::int64_t planes = 0;       ///< source planes = output planes (one channel per group)
-  int k = 1;                     ///< filters; plane p uses filter p % k
-  int src_h = 0, src_w = 0, off_h = 0, off_w = 0, step_h = 1, step_w = 1;
-  int out_h = 0, out_w = 0, read_off_h = 0, read_off_w = 0, read_stride_h = 1, read_stride_w = 1;
-  bool wrap = true;
-  int log_h = 0, log_w = 0;  ///< FFT size 2^log_h x 2^log_w
+  const void* src = nullptr;      ///< source planes, planes x src_h x src_w
+  const void* factors = nullptr;  ///< float2 [k][F][F/2 + 1] (fused_filter_factors)
+  const void* bias = nullptr;     ///< [k] or null (forward)
+  void* out = nullptr;            ///< planes x out_h x out_w
+  std::int64_t planes = 0;        ///< source planes = output planes (one channel per group)
+  int k = 1;                      ///< filters; plane p uses filter p % k
+  FusedGeometry geo;
+  DType dtype = DType::kF32;
+  int log_f = 3;  ///< FFT size F = 2^log_f along both axes
 };
 
 struct FusedFilterArgs {
   const void* w = nullptr;  ///< filters, k x r x s
-  void* factors = nullptr;  ///< float2 [k][fft_h][fft_w]
+  void* factors = nullptr;  ///< float2 [k][F][F/2 + 1]
   int k = 1, r = 1, s = 1, dil_h = 1, dil_w = 1;
   bool conjugate = true;  ///< forward (correlation): conj(W); backward data: W
   float scale = 1.0f;
-  int log_h = 0, log_w = 0;
+  DType dtype = DType::kF32;
+  int log_f = 3;
 };
 
-/// Bytes of the factors of k filters at this FFT size.
-inline std::size_t fused_factor_bytes(std::int64_t k, int log_h, int log_w) {
-  return static_cast<std::size_t>(k) * (std::size_t{8} << (log_h + log_w));
+/// log2 of the fused path's FFT size for d: the smallest power of two (at least 8) at or above
+/// both axes' exact period (lib/geometry/fft_geometry.h), one size for both axes; -1 when that
+/// exceeds 128.
+int fused_log_size(const ConvDesc& d);
+
+/// The arguments of `pass` on d at FFT size 2^log_f (forward or backward data), pointers left
+/// null: the forward pass places x at the padding and reads the correlation with the stride
+/// (wrapping past the period); backward data spreads dy by the stride at the origin and reads
+/// the convolution at the padding.
+FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f);
+FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int log_f);
+
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+/// Where a filter's taps land: at the origin, spread by the dilation.
+inline FusedGeometry filter_geometry(const FusedFilterArgs& a) {
+  FusedGeometry g;
+  g.src_h = a.r;
+  g.src_w = a.s;
+  g.step_h = a.dil_h;
+  g.step_w = a.dil_w;
+  return g;
 }
 
-/// Threads per block and dynamic shared memory of both kernels at this FFT size.
-int fused_threads(int log_h, int log_w);
-std::size_t fused_smem_bytes(int log_h, int log_w);
+/// Planes a block of the fused kernels holds at FFT size 2^log_f (its 128 threads, F a plane).
+inline int fused_planes_per_block(int log_f) { return 128 >> log_f; }
 
-/// Raises the kernels' shared-memory limit on the current device to what the largest FFT size
-/// needs (plan time; the same value from every plan, so concurrent plans cannot undo it).
-void prepare_fused_kernels(DType dtype);
+/// Bytes of the factors of k filters at FFT size 2^log_f.
+inline std::size_t fused_factor_bytes(std::int64_t k, int log_f) {
+  const std::size_t f = std::size_t{1} << log_f;
+  return static_cast<std::size_t>(k) * f * (f / 2 + 1) * 8;
+}
 
-void launch_fused_filter_factors(const FusedFilterArgs& a, DType dtype, cudaStream_t stream);
-void launch_fused_conv(const FusedConvArgs& a, DType dtype, cudaStream_t stream);
+/// Dynamic shared memory of a block of either kernel at FFT size 2^log_f.
+std::size_t fused_smem_bytes(int log_f);
+
+/// Raises the kernels' shared-memory limits on the current device (plan time; each kernel's
+/// own fixed need, so concurrent plans cannot undo one another).
+void prepare_fused_kernels();
+
+void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream);
+void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream);
 
 }  // namespace fftconv::detail

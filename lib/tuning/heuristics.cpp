@@ -184,44 +184,36 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass) {
 
 namespace {
 // ---- fused path (lib/fused) -------------------------------------------------------------------
-// A block moves its plane through shared memory twice per Stockham pass (load and store), plus
-// the load, the per-bin product and the store of the window. The rate is what the kernels reach
-// per SM on the H200 (data/results/h200/2026-12-02-fused/RUNS.md): 4.0e4 bytes/us for a wave of
-// 128x128 blocks (landmark_heatmaps_dw68: 1088 blocks in 0.661 ms), 4.6e4 for 32x32 ones, 16 to
-// an SM (replknet_dw31_14: 0.228 ms); a sixth of the shared-memory bandwidth (128 bytes a clock):
-// the kernels spill registers and wait on their barriers.
-constexpr double kSmemBytesPerUsPerSm = 4.6e4;
+// F threads per plane transform whole lines of F/2 complex points in registers. Measured on the
+// H200 (data/results/h200/2026-12-04-fused/RUNS.md, run 3, kept filters, back-to-back): an SM
+// turns out a plane in 8.5 us at 128x128 (landmark_heatmaps_dw68: 2176 planes in 154 us),
+// 1.7 us at 64x64 (slak_dw51_28: 8192 in 105 us) and 0.47 us at 32x32 (replknet_dw31_14:
+// 16384 in 58 us), about 8.6e-5 us * F^2 log2(F/2); a lone block (a grid no larger than the
+// SMs) takes twice its share (seed3_landmark_same: one 128x128 plane in 17 us), and the filter
+// kernel's lone block two thirds of that (11 us for one 128x128 filter).
 constexpr int kSmCount = 132;
 constexpr double kSmemPerSm = 227.0 * 1024;
-constexpr double kRegistersPerSm = 65536;  // 128 a thread
 
-int stockham_passes(int log_n) { return log_n <= 4 ? 1 : 2; }
+double fused_plane_sm_us(int log_f) {
+  const double f = double(1 << log_f);
+  return 8.6e-5 * f * f * double(log_f - 1) + 0.1;
+}
 
-// One kernel of `blocks` blocks, each moving `bytes` through shared memory.
-double fused_kernel_us(double blocks, double bytes, int log_h, int log_w) {
-  const double plane = double(1 << (log_h + log_w));
-  const double smem = 8.0 * (128.0 + double(1 << log_h) * ((1 << log_w) + 1));
-  const double threads = std::max(32.0, plane / 32.0);
-  const double per_sm = std::max(1.0, std::min(std::floor(kSmemPerSm / smem),
-                                               std::floor(kRegistersPerSm / (128.0 * threads))));
-  const double waves = std::ceil(blocks / (kSmCount * per_sm));
-  const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
-  return waves * sharing * bytes / kSmemBytesPerUsPerSm;
+// A kernel over `planes` planes, each `work` times a convolution plane's work.
+double fused_kernel_us(double planes, int log_f, double work) {
+  const double per_plane = work * fused_plane_sm_us(log_f);
+  const double lone = 2.0 * per_plane * std::min(planes, double(128 >> log_f));
+  return std::max(lone, planes * per_plane / kSmCount);
 }
 }  // namespace
 
-double estimate_fused_us(const ConvDesc& d, int log_h, int log_w, Pass pass) {
-  const double plane_bytes = 8.0 * double(1 << (log_h + log_w));
-  const int passes = stockham_passes(log_h) + stockham_passes(log_w);
-  const double planes = double(pass == Pass::kBackwardData ? d.n * d.k : d.n * d.c);
-  const double conv_bytes = plane_bytes * (2.0 * 2 * passes + 4.0);
-  const double filter_bytes = plane_bytes * (2.0 * passes + 3.0);
+double estimate_fused_us(const ConvDesc& d, int log_f, Pass pass) {
+  (void)pass;  // forward and backward data run the same kernels
   const double esize = double(dtype_size(d.dtype));
-  const double io = (double(d.x_elems() + d.y_elems() + d.w_elems())) * esize +
-                    planes * plane_bytes;  // the filter factors, read from L2 at most once a block
-  return fused_kernel_us(std::ceil(planes / 2), conv_bytes, log_h, log_w) +
-         fused_kernel_us(std::ceil(double(d.k) / 2), filter_bytes, log_h, log_w) +
-         io / kStreamBytesPerUs + 2 * kLaunchUs;
+  const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * esize;
+  const double conv = fused_kernel_us(double(d.n * d.k), log_f, 1.0);
+  const double filter = fused_kernel_us(double(d.k), log_f, 1.0 / 3.0);
+  return std::max(conv, io / kStreamBytesPerUs) + filter + 2 * kLaunchUs;
 }
 
 namespace {

@@ -18,9 +18,9 @@ namespace fftconv::detail {
 double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass::kForward);
 
 /// Estimated device time, in microseconds, of the fused path (Algo::kFftFused) at FFT size
-/// 2^log_h x 2^log_w: its kernel bound by shared-memory traffic, per wave of blocks, and with a
+/// 2^log_f x 2^log_f: its kernel bound by the instructions of its in-register DFTs, and with a
 /// per-call filter the kernel that transforms the filters.
-double estimate_fused_us(const ConvDesc& d, int log_h, int log_w, Pass pass = Pass::kForward);
+double estimate_fused_us(const ConvDesc& d, int log_f, Pass pass = Pass::kForward);
 /// Estimated device time, in microseconds, of the separable path (Algo::kSeparable) on geometry
 /// `g` (lib/separable/separable_conv.h) with planes of rank `rank`: its one kernel bound by the
 /// multiply-adds of the row and column passes per wave of blocks, or by the stream of its

@@ -1,0 +1,177 @@
+// In-register DFTs of a compile-time length for the fused path (lib/fused/fused_program.cuh).
+//
+// A thread holds a whole line of N complex points (N = 4 to 64, a power of two) in a float2 array
+// and transforms it by decimation in frequency (radix-4 stages, a radix-2 one for odd log2 N):
+// natural order in, bit-reversed order out
+// (`brev`), so no data moves for the permutation. Every index and every twiddle factor is a
+// compile-time constant: the twiddles come from constexpr trigonometry evaluated by the compiler
+// and enter the arithmetic as immediates, the trivial ones (1, -i) cost no multiply, and the
+// arrays stay in registers. The same code runs on the host, where the CPU tests emulate the
+// kernels with it (tests/cpu/test_fused_program.cu).
+#pragma once
+
+#include <utility>
+
+#include <cuda_runtime.h>  // float2, make_float2 (host and device)
+
+#if defined(__CUDACC__)
+#define FFTCONV_DFT_HD __host__ __device__ __forceinline__
+#else
+#define FFTCONV_DFT_HD inline
+#endif
+// Loops over register arrays unroll fully on the device (a runtime index would put the array in
+// local memory); the host emulation needs no hint.
+#if defined(__CUDA_ARCH__)
+#define FFTCONV_DFT_UNROLL _Pragma("unroll")
+#else
+#define FFTCONV_DFT_UNROLL
+#endif
+
+namespace fftconv::detail::fused {
+
+// ---- constexpr trigonometry ---------------------------------------------------------------------
+
+struct SinCos {
+  double s, c;
+};
+
+/// sin and cos of x in [0, pi/4] by their Taylor series (terms far below double rounding there).
+FFTCONV_DFT_HD constexpr SinCos taylor_sincos(double x) {
+  double s = 0.0, c = 0.0, term_s = x, term_c = 1.0;
+  const double x2 = x * x;
+  for (int k = 0; k < 12; ++k) {
+    s += term_s;
+    c += term_c;
+    term_s *= -x2 / double((2 * k + 2) * (2 * k + 3));
+    term_c *= -x2 / double((2 * k + 1) * (2 * k + 2));
+  }
+  return SinCos{s, c};
+}
+
+/// sin and cos of 2 pi t for t in [0, 1), reduced to the first octant by exact symmetries (so
+/// quarter and half turns give exact zeros and ones).
+FFTCONV_DFT_HD constexpr SinCos sincos_turn(double t) {
+  double s_sign = 1.0, c_sign = 1.0;
+  if (t >= 0.5) {  // theta - pi
+    t -= 0.5;
+    s_sign = -s_sign;
+    c_sign = -c_sign;
+  }
+  if (t > 0.25) {  // pi - theta
+    t = 0.5 - t;
+    c_sign = -c_sign;
+  }
+  bool swap = false;
+  if (t > 0.125) {  // pi/2 - theta
+    t = 0.25 - t;
+    swap = true;
+  }
+  const SinCos r = taylor_sincos(6.283185307179586476925286766559 * t);
+  return swap ? SinCos{s_sign * r.c, c_sign * r.s} : SinCos{s_sign * r.s, c_sign * r.c};
+}
+
+// ---- complex helpers ----------------------------------------------------------------------------
+
+FFTCONV_DFT_HD float2 cadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+FFTCONV_DFT_HD float2 csub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+FFTCONV_DFT_HD float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+FFTCONV_DFT_HD float2 cconj(float2 a) { return make_float2(a.x, -a.y); }
+FFTCONV_DFT_HD float2 cscale(float2 a, float s) { return make_float2(a.x * s, a.y * s); }
+/// i * a
+FFTCONV_DFT_HD float2 times_i(float2 a) { return make_float2(-a.y, a.x); }
+/// -i * a
+FFTCONV_DFT_HD float2 times_minus_i(float2 a) { return make_float2(a.y, -a.x); }
+
+/// a * w^J with w = exp(-2 pi i / N) (forward) or its conjugate (inverse), J a constant: no
+/// multiply for J = 0 and J = N/4, constant factors otherwise.
+template <int N, int J, bool kInverse>
+FFTCONV_DFT_HD float2 twiddle(float2 a) {
+  constexpr int j = ((J % N) + N) % N;
+  if constexpr (j == 0) {
+    return a;
+  } else if constexpr (4 * j == N) {
+    return kInverse ? times_i(a) : times_minus_i(a);
+  } else if constexpr (2 * j == N) {
+    return make_float2(-a.x, -a.y);
+  } else if constexpr (4 * j == 3 * N) {
+    return kInverse ? times_minus_i(a) : times_i(a);
+  } else {
+    constexpr SinCos sc = sincos_turn(double(j) / double(N));
+    constexpr float c = static_cast<float>(sc.c);
+    constexpr float s = kInverse ? static_cast<float>(sc.s) : -static_cast<float>(sc.s);
+    return make_float2(a.x * c - a.y * s, a.x * s + a.y * c);
+  }
+}
+
+// ---- the DFT -------------------------------------------------------------------------------------
+
+FFTCONV_DFT_HD constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
+
+/// Bit reversal of i over log2(N) bits: after dft<N>, X[k] is in v[brev<N>(k)].
+template <int N>
+FFTCONV_DFT_HD constexpr int brev(int i) {
+  int r = 0;
+  for (int b = 0; b < ilog2(N); ++b) r |= ((i >> b) & 1) << (ilog2(N) - 1 - b);
+  return r;
+}
+
+/// The butterflies of offset J in every block of span 2H: (a, b) -> (a + b, (a - b) w_{2H}^J).
+template <int N, int H, int J, bool kInverse>
+FFTCONV_DFT_HD void dif_butterflies(float2 (&v)[N]) {
+FFTCONV_DFT_UNROLL
+  for (int b = 0; b < N; b += 2 * H) {
+    const float2 a = v[b + J], d = v[b + J + H];
+    v[b + J] = cadd(a, d);
+    v[b + J + H] = twiddle<2 * H, J, kInverse>(csub(a, d));
+  }
+}
+
+template <int N, int H, bool kInverse, int... J>
+FFTCONV_DFT_HD void dif_stage(float2 (&v)[N], std::integer_sequence<int, J...>) {
+  (dif_butterflies<N, H, J, kInverse>(v), ...);
+}
+
+/// Two radix-2 stages (spans 4Q and 2Q) at once at offset J of every block of span 4Q: one
+/// multiply by -i (free) and three twiddles where the two stages take four. The outputs land
+/// where the two stages would put them, so the order is still bit-reversed at the end.
+template <int N, int Q, int J, bool kInverse>
+FFTCONV_DFT_HD void dif4_butterflies(float2 (&v)[N]) {
+  FFTCONV_DFT_UNROLL
+  for (int b = 0; b < N; b += 4 * Q) {
+    const float2 a0 = v[b + J], a1 = v[b + J + Q], a2 = v[b + J + 2 * Q], a3 = v[b + J + 3 * Q];
+    const float2 b0 = cadd(a0, a2), b1 = csub(a0, a2), b2 = cadd(a1, a3);
+    const float2 b3 = kInverse ? times_i(csub(a1, a3)) : times_minus_i(csub(a1, a3));
+    v[b + J] = cadd(b0, b2);
+    v[b + J + Q] = twiddle<4 * Q, 2 * J, kInverse>(csub(b0, b2));
+    v[b + J + 2 * Q] = twiddle<4 * Q, J, kInverse>(cadd(b1, b3));
+    v[b + J + 3 * Q] = twiddle<4 * Q, 3 * J, kInverse>(csub(b1, b3));
+  }
+}
+
+template <int N, int Q, bool kInverse, int... J>
+FFTCONV_DFT_HD void dif4_stage(float2 (&v)[N], std::integer_sequence<int, J...>) {
+  (dif4_butterflies<N, Q, J, kInverse>(v), ...);
+}
+
+/// The stages from span 2H down: radix-4 pairs of stages, a last radix-2 one for odd log2 N.
+template <int N, int H, bool kInverse>
+FFTCONV_DFT_HD void dif_stages(float2 (&v)[N]) {
+  if constexpr (H >= 2) {
+    dif4_stage<N, H / 2, kInverse>(v, std::make_integer_sequence<int, H / 2>{});
+    dif_stages<N, H / 4, kInverse>(v);
+  } else if constexpr (H == 1) {
+    dif_stage<N, 1, kInverse>(v, std::make_integer_sequence<int, 1>{});
+  }
+}
+
+/// Unnormalised DFT of N points in place: X[k] = sum_n v[n] w^(nk), w = exp(-2 pi i / N) forward,
+/// exp(+2 pi i / N) inverse; natural order in, X[k] left in v[brev<N>(k)].
+template <int N, bool kInverse>
+FFTCONV_DFT_HD void dft(float2 (&v)[N]) {
+  static_assert(N >= 2 && (N & (N - 1)) == 0, "a power of two");
+  dif_stages<N, N / 2, kInverse>(v);
+}
+
+}  // namespace fftconv::detail::fused
