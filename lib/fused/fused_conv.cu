@@ -93,14 +93,23 @@ struct ColumnCopy {
 template <int F>
 constexpr int kMinBlocks = F == 128 ? 3 : 4;
 
+// A block's planes: this thread's (the block's local-th, at buf in shared memory) and its place
+// in it.
+template <int F>
+struct BlockPlane {
+  int local = static_cast<int>(threadIdx.x) / F;
+  std::int64_t plane = static_cast<std::int64_t>(blockIdx.x) * (kBlockThreads / F) + local;
+  float* buf;
+  DeviceExec<F / 2> ex{static_cast<int>(threadIdx.x) % F, {}};
+  __device__ explicit BlockPlane(float* smem) : buf(smem + local * Layout<F>::kFloats) {}
+};
+
 template <int F>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_conv_kernel(
     const FusedConvArgs a) {
-  constexpr int kPlanes = kBlockThreads / F;
   extern __shared__ float smem[];
-  const int local = static_cast<int>(threadIdx.x) / F;
-  DeviceExec<F / 2> ex{static_cast<int>(threadIdx.x) % F, {}};
-  const std::int64_t plane = static_cast<std::int64_t>(blockIdx.x) * kPlanes + local;
+  BlockPlane<F> bp(smem);
+  const std::int64_t plane = bp.plane;
   const bool active = plane < a.planes;
   const int filter = active ? static_cast<int>(plane % a.k) : 0;
   const fused::PlaneGeometry& geo = a.geo;
@@ -110,7 +119,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_conv_kerne
   const auto* g = static_cast<const float2*>(a.factors) +
                   static_cast<std::int64_t>(filter) * Layout<F>::kSpecSize;
   fused::fused_conv_program<F>(
-      ex, smem + local * Layout<F>::kFloats, geo, g, active,
+      bp.ex, bp.buf, geo, g, active,
       ColumnCopy{a.src, a.dtype, src_base, geo.src_w},
       [&](int i, float v) { store_element(a.out, a.dtype, out_base + i, v + bias); });
 }
@@ -118,17 +127,15 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_conv_kerne
 template <int F>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_filter_kernel(
     const FusedFilterArgs a) {
-  constexpr int kPlanes = kBlockThreads / F;
   extern __shared__ float smem[];
-  const int local = static_cast<int>(threadIdx.x) / F;
-  DeviceExec<F / 2> ex{static_cast<int>(threadIdx.x) % F, {}};
-  const int filter = static_cast<int>(blockIdx.x) * kPlanes + local;
+  BlockPlane<F> bp(smem);
+  const int filter = static_cast<int>(bp.plane);
   const bool active = filter < a.k;
   const fused::PlaneGeometry geo = filter_geometry(a);
   const std::int64_t base = static_cast<std::int64_t>(filter) * a.r * a.s;
   auto* g = static_cast<float2*>(a.factors) +
             static_cast<std::int64_t>(active ? filter : 0) * Layout<F>::kSpecSize;
-  fused::fused_filter_program<F>(ex, smem + local * Layout<F>::kFloats, geo, g, active,
+  fused::fused_filter_program<F>(bp.ex, bp.buf, geo, g, active,
                                  a.conjugate, a.scale, ColumnCopy{a.w, a.dtype, base, geo.src_w});
 }
 

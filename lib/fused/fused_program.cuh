@@ -171,6 +171,23 @@ FFTCONV_DFT_HD void column_bins(float2 e, float2 o, int h, float2& x0, float2& x
   x1 = csub(e, wo);
 }
 
+/// For thread t of a slot c > 0: fn(k, kk, x0, x1) for each of its bins k = h * F/4 + kk (kk an
+/// integral constant) with the column's bins k (x0) and k + F/2 (x1); nothing for slot 0.
+#pragma nv_exec_check_disable
+template <int F, class Fn>
+FFTCONV_DFT_HD void each_column_bin(int t, const float2* spec, Fn&& fn) {
+  constexpr int N = F / 2, P = Layout<F>::kPitch;
+  const int c = slot_of<F>(t), h = half_of<F>(t);
+  if (c == 0) return;
+  static_for<0, N / 2>([&](auto kc) {
+    constexpr int kk = decltype(kc)::value;
+    const int k = h * (N / 2) + kk;
+    float2 x0, x1;
+    column_bins<F, kk>(spec[k * P + c], spec[(N + k) * P + c], h, x0, x1);
+    fn(k, kc, x0, x1);
+  });
+}
+
 /// The two real columns packed in slot 0 at a bin p and its mirror q = -p: their spectra
 /// dc = (P[p] + conj P[q]) / 2 and nq = -i (P[p] - conj P[q]) / 2 at p (at q: the conjugates).
 FFTCONV_DFT_HD void unpack_pair(float2 pp, float2 pq, float2& dc, float2& nq) {
@@ -282,17 +299,12 @@ FFTCONV_DFT_HD void inverse_split(float2* spec, int k, int c, int h, float2 y0, 
 /// threads 0 to F/4 take, one each.
 template <int F>
 FFTCONV_DFT_HD void cols_product(int t, float2* spec, const float2* g) {
-  constexpr int N = F / 2, P = Layout<F>::kPitch, G = Layout<F>::kSpecRow;
+  constexpr int N = F / 2, G = Layout<F>::kSpecRow;
   const int c = slot_of<F>(t), h = half_of<F>(t);
-  if (c != 0) {
-    static_for<0, N / 2>([&](auto kc) {
-      constexpr int kk = decltype(kc)::value;
-      const int k = h * (N / 2) + kk;
-      float2 x0, x1;
-      column_bins<F, kk>(spec[k * P + c], spec[(N + k) * P + c], h, x0, x1);
-      inverse_split<F, kk>(spec, k, c, h, cmul(x0, g[k * G + c]), cmul(x1, g[(k + N) * G + c]));
-    });
-  }
+  each_column_bin<F>(t, spec, [&](int k, auto kc, float2 x0, float2 x1) {
+    inverse_split<F, decltype(kc)::value>(spec, k, c, h, cmul(x0, g[k * G + c]),
+                                          cmul(x1, g[(k + N) * G + c]));
+  });
   if (t <= N / 2) slot0_product<F>(t, spec, g);
 }
 
@@ -361,19 +373,13 @@ FFTCONV_DFT_HD void store_output(int t, const float* buf, const PlaneGeometry& g
 template <int F>
 FFTCONV_DFT_HD void filter_spectrum_out(int t, const float2* spec, float2* g, bool conjugate,
                                         float scale) {
-  constexpr int N = F / 2, P = Layout<F>::kPitch, G = Layout<F>::kSpecRow;
-  const int c = slot_of<F>(t), h = half_of<F>(t);
+  constexpr int N = F / 2, G = Layout<F>::kSpecRow;
+  const int c = slot_of<F>(t);
   auto post = [&](float2 x) { return cscale(conjugate ? cconj(x) : x, scale); };
-  if (c != 0) {
-    static_for<0, N / 2>([&](auto kc) {
-      constexpr int kk = decltype(kc)::value;
-      const int k = h * (N / 2) + kk;
-      float2 x0, x1;
-      column_bins<F, kk>(spec[k * P + c], spec[(N + k) * P + c], h, x0, x1);
-      g[k * G + c] = post(x0);
-      g[(k + N) * G + c] = post(x1);
-    });
-  }
+  each_column_bin<F>(t, spec, [&](int k, auto, float2 x0, float2 x1) {
+    g[k * G + c] = post(x0);
+    g[(k + N) * G + c] = post(x1);
+  });
   if (t <= N / 2) {
     slot0_pairs<F>(t, spec, [&](int p, int q, float2 pp, float2 pq) {
       float2 dc, nq;
@@ -450,11 +456,13 @@ FFTCONV_DFT_HD void step_store(int step, int t, float* buf, const PlaneGeometry&
 // Exec: each(fn) calls fn(t, line) for the plane's threads (a device thread: itself; the host
 // emulation: every t in turn, each with its own line) and sync() separates phases.
 
-/// The convolution of one plane: source (copy) to output (store) through the filter spectrum g.
+/// Stages the plane's source and runs the transform steps up to `last`, then_each(step) after
+/// each one (the product, between the columns' forward and inverse steps). One loop: one copy
+/// of the DFT's code in a kernel.
 #pragma nv_exec_check_disable
-template <int F, class Exec, class Copy, class Store>
-FFTCONV_DFT_HD void fused_conv_program(Exec& ex, float* buf, const PlaneGeometry& geo,
-                                       const float2* g, bool active, Copy&& copy, Store&& store) {
+template <int F, class Exec, class Copy, class After>
+FFTCONV_DFT_HD void stage_and_transform(Exec& ex, float* buf, const PlaneGeometry& geo,
+                                        bool active, Copy&& copy, int last, After&& after) {
   using L = Line<F / 2>;
   ex.each([&](int t, L&) {
     if (active) stage_source<F>(t, buf, geo, copy);
@@ -463,16 +471,27 @@ FFTCONV_DFT_HD void fused_conv_program(Exec& ex, float* buf, const PlaneGeometry
 #if defined(__CUDA_ARCH__)
 #pragma unroll 1
 #endif
-  for (int step = kRowsForward; step <= kRowsInverse; ++step) {
+  for (int step = kRowsForward; step <= last; ++step) {
     ex.each([&](int t, L& l) { step_transform<F>(step, t, buf, geo, l); });
     ex.sync();
     ex.each([&](int t, L& l) { step_store<F>(step, t, buf, geo, l); });
     ex.sync();
+    after(step);
+  }
+}
+
+/// The convolution of one plane: source (copy) to output (store) through the filter spectrum g.
+#pragma nv_exec_check_disable
+template <int F, class Exec, class Copy, class Store>
+FFTCONV_DFT_HD void fused_conv_program(Exec& ex, float* buf, const PlaneGeometry& geo,
+                                       const float2* g, bool active, Copy&& copy, Store&& store) {
+  using L = Line<F / 2>;
+  stage_and_transform<F>(ex, buf, geo, active, copy, kRowsInverse, [&](int step) {
     if (step == kColsForward) {
       ex.each([&](int t, L&) { cols_product<F>(t, reinterpret_cast<float2*>(buf), g); });
       ex.sync();
     }
-  }
+  });
   ex.each([&](int t, L&) {
     if (active) store_output<F>(t, buf, geo, store);
   });
@@ -484,19 +503,7 @@ template <int F, class Exec, class Copy>
 FFTCONV_DFT_HD void fused_filter_program(Exec& ex, float* buf, const PlaneGeometry& geo, float2* g,
                                          bool active, bool conjugate, float scale, Copy&& copy) {
   using L = Line<F / 2>;
-  ex.each([&](int t, L&) {
-    if (active) stage_source<F>(t, buf, geo, copy);
-  });
-  ex.sync();
-#if defined(__CUDA_ARCH__)
-#pragma unroll 1
-#endif
-  for (int step = kRowsForward; step <= kColsForward; ++step) {
-    ex.each([&](int t, L& l) { step_transform<F>(step, t, buf, geo, l); });
-    ex.sync();
-    ex.each([&](int t, L& l) { step_store<F>(step, t, buf, geo, l); });
-    ex.sync();
-  }
+  stage_and_transform<F>(ex, buf, geo, active, copy, kColsForward, [](int) {});
   ex.each([&](int t, L&) {
     if (active) filter_spectrum_out<F>(t, reinterpret_cast<const float2*>(buf), g, conjugate, scale);
   });
