@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "fused/fused_program.cuh"
+#include "stages/dtype_convert.cuh"
 
 namespace fftconv::detail {
 
@@ -35,16 +36,16 @@ struct DeviceExec {
 // Element i of a tensor of this dtype, as a float (the dtype is uniform: the branch is too).
 __device__ __forceinline__ float load_element(const void* p, DType dtype, std::int64_t i) {
   switch (dtype) {
-    case DType::kF16: return __half2float(static_cast<const __half*>(p)[i]);
-    case DType::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::kF16: return to_float(static_cast<const __half*>(p)[i]);
+    case DType::kBF16: return to_float(static_cast<const __nv_bfloat16*>(p)[i]);
     default: return static_cast<const float*>(p)[i];
   }
 }
 
 __device__ __forceinline__ void store_element(void* p, DType dtype, std::int64_t i, float v) {
   switch (dtype) {
-    case DType::kF16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
-    case DType::kBF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+    case DType::kF16: static_cast<__half*>(p)[i] = from_float<__half>(v); break;
+    case DType::kBF16: static_cast<__nv_bfloat16*>(p)[i] = from_float<__nv_bfloat16>(v); break;
     default: static_cast<float*>(p)[i] = v; break;
   }
 }

@@ -92,20 +92,13 @@ FFTCONV_DFT_HD void stage_source(int t, float* buf, const PlaneGeometry& g, Copy
 
 // ---- rows, forward -------------------------------------------------------------------------------
 
-/// Row t's F reals (the staged source row placed there, or zeros) as F/2 complex points.
+/// Row t's F reals (the staged source row i placed there) as F/2 complex points; rows without
+/// one are zeros, which step_transform makes without a DFT.
 template <int F>
-FFTCONV_DFT_HD void rows_forward_load(int t, const float* buf, const PlaneGeometry& g,
-                                      Line<F / 2>& l) {
-  constexpr int N = F / 2;
-  const int i = placed_source<int>(t, g.off_h, g.step_h, g.src_h);
-  if (i >= 0) {
-    const float* row = buf + i * (F + 1);
-    FFTCONV_DFT_UNROLL
-    for (int m = 0; m < N; ++m) l.v[m] = make_float2(row[2 * m], row[2 * m + 1]);
-  } else {
-    FFTCONV_DFT_UNROLL
-    for (int m = 0; m < N; ++m) l.v[m] = make_float2(0.0f, 0.0f);
-  }
+FFTCONV_DFT_HD void rows_forward_load(int i, const float* buf, Line<F / 2>& l) {
+  const float* row = buf + i * (F + 1);
+  FFTCONV_DFT_UNROLL
+  for (int m = 0; m < F / 2; ++m) l.v[m] = make_float2(row[2 * m], row[2 * m + 1]);
 }
 
 /// After the DFT (Z in bit-reversed order): row t's half spectrum to its slots (slot 0 =
@@ -424,7 +417,9 @@ FFTCONV_DFT_HD void step_transform(int step, int t, const float* buf, const Plan
     return;
   }
   switch (step) {
-    case kRowsForward: rows_forward_load<F>(t, buf, geo, l); break;
+    case kRowsForward:
+      rows_forward_load<F>(placed_source<int>(t, geo.off_h, geo.step_h, geo.src_h), buf, l);
+      break;
     case kColsForward: cols_load<F>(t, spec, false, l); break;
     case kColsInverse: cols_load<F>(t, spec, true, l); break;
     default: rows_inverse_load<F>(t, spec, l); break;
