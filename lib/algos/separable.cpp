@@ -145,8 +145,7 @@ class SeparableAlgo final : public ConvAlgo {
       if (!inner_ || us < inner_us_) {
         keep_factors(*lr, stream);
         note_ = "separable, rank " + std::to_string(lr->max_rank) + ", factors' rel error " +
-                error_text(lr->worst_rel_error) + ", tile " + std::to_string(g_.tile_h) + "x" +
-                std::to_string(separable::kTileW) + " (" + us_text(us) +
+                error_text(lr->worst_rel_error) + ", " + separable_kernel_text(g_) + " (" + us_text(us) +
                 (inner_ ? " estimated against " + us_text(inner_us_) + " with the filter per call"
                         : std::string(" estimated")) +
                 ")";
@@ -279,7 +278,7 @@ class SeparableFactory final : public AlgoFactory {
     SeparableGeometry g;
     const Support s = separable_support(d, o, &g);
     if (!s.ok()) throw Error(s.status, s.reason);
-    if (reason) *reason = "separable, tile " + std::to_string(g.tile_h) + "x32";
+    if (reason) *reason = "separable, " + separable_kernel_text(g);
     return std::make_unique<SeparableAlgo>(d, o, g, nullptr, 0.0);
   }
 };

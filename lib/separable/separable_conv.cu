@@ -13,10 +13,15 @@
 
 namespace fftconv::detail {
 
+using separable::kChunk;
 using separable::kMaxTileH;
 using separable::kRun;
+using separable::kStripRun;
+using separable::kStripThreads;
+using separable::kStripW;
 using separable::kThreads;
 using separable::kTileW;
+using separable::strip_taps;
 
 namespace {
 
@@ -35,14 +40,43 @@ int region_extent(const SeparableAxis& ax, int outputs) {
 
 }  // namespace
 
-int SeparableGeometry::region_rows() const { return region_extent(h, tile_h); }
-int SeparableGeometry::region_cols() const { return region_extent(w, kTileW); }
+int SeparableGeometry::region_rows() const {
+  return strip() ? kChunk : region_extent(h, tile_h);
+}
+int SeparableGeometry::region_cols() const {
+  return strip() ? kStripW + strip_taps(w.taps) - 1 : region_extent(w, kTileW);
+}
+int SeparableGeometry::region_pitch() const {
+  return strip() ? kStripW + strip_taps(w.taps) + 4 : region_cols() | 1;
+}
+int SeparableGeometry::ring_slots() const {
+  return (kChunk + strip_taps(h.taps) - 1 + kChunk - 1) / kChunk;
+}
+
+std::int64_t SeparableGeometry::blocks_per_plane() const {
+  const int across = strip() ? kStripW : kTileW;
+  const int down = strip() ? segment_rows() : tile_h;
+  return std::int64_t((w.out + across - 1) / across) * ((h.out + down - 1) / down);
+}
 
 std::size_t SeparableGeometry::smem_bytes(int rank) const {
-  const std::size_t floats =
-      std::size_t(region_rows()) * (region_pitch() + kTmpPitch) +
+  const std::size_t weights =
       std::size_t(rank) * (separable_taps_padded(h.taps) + separable_taps_padded(w.taps));
-  return floats * sizeof(float);
+  if (strip()) {
+    // Two step buffers of source rows, the ring of row-pass results per factor, the weights.
+    return (2 * std::size_t(kChunk) * region_pitch() +
+            std::size_t(rank) * ring_slots() * kChunk * kStripW + weights) *
+           sizeof(float);
+  }
+  return (std::size_t(region_rows()) * (region_pitch() + kTmpPitch) + weights) * sizeof(float);
+}
+
+std::string separable_kernel_text(const SeparableGeometry& g) {
+  if (g.strip()) {
+    return "strips of " + std::to_string(kStripW) + " columns, segments of " +
+           std::to_string(g.segment_rows()) + " rows";
+  }
+  return "tiles of " + std::to_string(g.tile_h) + "x" + std::to_string(kTileW);
 }
 
 bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std::string* why) {
@@ -64,8 +98,14 @@ bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std:
     if (why) *why = "the separable kernel indexes rows and columns in 32 bits: " + d.to_string();
     return false;
   }
-  s.tile_h = choose_separable_tile_h(d, pass, s, kMaxSeparableRank);
-  if (s.tile_h == 0) {
+  // The strip kernel where it applies and its buffers fit; else the tile kernel.
+  const std::int64_t sources = pass == Pass::kBackwardData ? d.k_per_group() : d.c_per_group();
+  const int strip_cols = kStripW + strip_taps(s.w.taps) - 1;
+  if (s.h.unit() && s.w.unit() && sources == 1 && strip_cols <= 32 * separable::kStripColGroups) {
+    s.seg_chunks = choose_separable_segment(d, pass, s, kMaxSeparableRank);
+  }
+  if (!s.strip()) s.tile_h = choose_separable_tile_h(d, pass, s, kMaxSeparableRank);
+  if (!s.strip() && s.tile_h == 0) {
     SeparableGeometry smallest = s;
     smallest.tile_h = kRun;
     if (why) {
@@ -78,9 +118,7 @@ bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std:
     return false;
   }
   const std::int64_t planes = d.n * (pass == Pass::kBackwardData ? d.c : d.k);
-  const std::int64_t tiles = ((s.w.out + kTileW - 1) / kTileW) *
-                             std::int64_t((s.h.out + s.tile_h - 1) / s.tile_h);
-  if (planes * tiles >= (std::int64_t{1} << 31)) {
+  if (planes * s.blocks_per_plane() >= (std::int64_t{1} << 31)) {
     if (why) *why = "the separable kernel's grid exceeds 2^31 blocks: " + d.to_string();
     return false;
   }
@@ -101,6 +139,67 @@ __device__ __forceinline__ int source_index(int v, const IntDivider& step, int e
     v = q;
   }
   return v < extent ? v : -1;
+}
+
+// Copies rows x cols of the source region whose top-left is virtual coordinate (v0, u0) into
+// `region` (row pitch a.pitch), zero outside the source, converted to fp32. A warp copies 32
+// consecutive columns of a row; the warps of the block take rows in turn. fp32 is copied by
+// cp.async (in flight without registers; stage_wait waits for them), fp16 and bf16 through
+// registers, a column's kLoadBatch rows in flight at once, done on return.
+template <typename T, int kBlock>
+__device__ __forceinline__ void stage_source(const SeparableArgs& a, const T* __restrict__ sp,
+                                             int v0, int u0, float* region) {
+  constexpr int kWarps = kBlock / 32;
+  const SeparableGeometry& g = a.g;
+  const int rows = a.rows, cols = a.cols, pitch = a.pitch;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int cc = lane; cc < cols; cc += 32) {
+    const int sc = source_index(u0 + cc, a.step_w_div, g.w.src);
+    for (int r0 = warp; r0 < rows; r0 += kWarps * kLoadBatch) {
+#if __CUDA_ARCH__ >= 800
+      if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+        for (int b = 0; b < kLoadBatch; ++b) {
+          const int rr = r0 + b * kWarps;
+          if (rr >= rows) break;
+          const int sr = source_index(v0 + rr, a.step_h_div, g.h.src);
+          const bool inside = sr >= 0 && sc >= 0;
+          const float* gp = inside ? sp + std::int64_t(sr) * g.w.src + sc : sp;
+          const unsigned dst =
+              static_cast<unsigned>(__cvta_generic_to_shared(region + rr * pitch + cc));
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gp),
+                       "r"(inside ? 4 : 0));
+        }
+      } else
+#endif
+      {
+        raw_t<T> v[kLoadBatch];
+        bool in[kLoadBatch];
+#pragma unroll
+        for (int b = 0; b < kLoadBatch; ++b) {
+          const int rr = r0 + b * kWarps;
+          const int sr = rr < rows ? source_index(v0 + rr, a.step_h_div, g.h.src) : -1;
+          in[b] = sr >= 0 && sc >= 0;
+          v[b] = in[b] ? load_raw(sp + std::int64_t(sr) * g.w.src + sc) : raw_t<T>(0);
+        }
+#pragma unroll
+        for (int b = 0; b < kLoadBatch; ++b) {
+          const int rr = r0 + b * kWarps;
+          if (rr < rows) region[rr * pitch + cc] = in[b] ? raw_to_float<T>(v[b]) : 0.0f;
+        }
+      }
+    }
+  }
+#if __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, float>) asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits for this thread's cp.async copies (stage_source of fp32); a barrier makes them visible.
+__device__ __forceinline__ void stage_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
 }
 
 // out[j] += sum over taps t of w[t] * in[j * stride + t * dil], kRun outputs. On a unit axis the
@@ -134,7 +233,7 @@ template <typename T, bool kUnitH, bool kUnitW>
 __global__ void __launch_bounds__(kThreads, 2) separable_conv_kernel(const SeparableArgs a) {
   extern __shared__ float smem[];
   const SeparableGeometry& g = a.g;
-  const int rows = a.rows, cols = a.cols, pitch = a.pitch, fac_h = a.fac_h, fac_w = a.fac_w;
+  const int rows = a.rows, pitch = a.pitch, fac_h = a.fac_h, fac_w = a.fac_w;
   const int fac_plane = fac_h + fac_w;
   const int taps_h = kUnitH ? fac_h : g.h.taps, taps_w = kUnitW ? fac_w : g.w.taps;
   float* region = smem;                     // rows x pitch: the source tile and its halo
@@ -163,51 +262,8 @@ __global__ void __launch_bounds__(kThreads, 2) separable_conv_kernel(const Separ
 
   for (int s = 0; s < a.sources; ++s) {
     __syncthreads();  // the previous source's passes are done with region, tmp and wts
-    const T* sp = src + s * src_plane;
-    const int total = rows * cols;
-#if __CUDA_ARCH__ >= 800
-    if constexpr (std::is_same_v<T, float>) {
-      // fp32: every element of the region copied by cp.async (zero-filled outside the source),
-      // all of a thread's copies in flight at once, without registers.
-      for (int idx = threadIdx.x; idx < total; idx += kThreads) {
-        int rr, cc;
-        a.cols_div.divmod(idx, rr, cc);
-        const int sr = source_index(v0 + rr, a.step_h_div, g.h.src);
-        const int sc = source_index(u0 + cc, a.step_w_div, g.w.src);
-        const bool inside = sr >= 0 && sc >= 0;
-        const float* gp = inside ? sp + std::int64_t(sr) * g.w.src + sc : sp;
-        const unsigned dst =
-            static_cast<unsigned>(__cvta_generic_to_shared(region + rr * pitch + cc));
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gp),
-                     "r"(inside ? 4 : 0));
-      }
-      asm volatile("cp.async.wait_all;\n" ::: "memory");
-    } else
-#endif
-    {
-    for (int base = 0; base < total; base += kThreads * kLoadBatch) {
-      raw_t<T> v[kLoadBatch];
-      bool in[kLoadBatch];
-#pragma unroll
-      for (int b = 0; b < kLoadBatch; ++b) {
-        const int idx = base + b * kThreads + static_cast<int>(threadIdx.x);
-        int rr = 0, cc = 0;
-        if (idx < total) a.cols_div.divmod(idx, rr, cc);
-        const int sr = source_index(v0 + rr, a.step_h_div, g.h.src);
-        const int sc = source_index(u0 + cc, a.step_w_div, g.w.src);
-        in[b] = idx < total && sr >= 0 && sc >= 0;
-        v[b] = in[b] ? load_raw(sp + std::int64_t(sr) * g.w.src + sc) : raw_t<T>(0);
-      }
-#pragma unroll
-      for (int b = 0; b < kLoadBatch; ++b) {
-        const int idx = base + b * kThreads + static_cast<int>(threadIdx.x);
-        if (idx >= total) break;
-        int rr, cc;
-        a.cols_div.divmod(idx, rr, cc);
-        region[rr * pitch + cc] = in[b] ? raw_to_float<T>(v[b]) : 0.0f;
-      }
-    }
-    }
+    stage_source<T, kThreads>(a, src + s * src_plane, v0, u0, region);
+    stage_wait();
     const float* f = a.factors + std::int64_t(fplane0 + s * a.factor_stride) * a.rank * fac_plane;
     for (int i = threadIdx.x; i < a.rank * fac_plane; i += kThreads) wts[i] = f[i];
     __syncthreads();
@@ -257,6 +313,214 @@ __global__ void __launch_bounds__(kThreads, 2) separable_conv_kernel(const Separ
   }
 }
 
+
+// ---- the strip kernel ------------------------------------------------------------------------
+
+// kStripRun outputs o[j] += sum over taps t < taps of w[t] * in(j + t), sliding over taps in
+// blocks of kStripRun: `lo` holds in(t0 .. t0 + 7), `hi` in(t0 + 8 .. t0 + 15); w[t0 .. t0 + 7]
+// are read as two float4 (the factors are 16-byte aligned and zero-padded).
+__device__ __forceinline__ void strip_block(const float (&lo)[kStripRun],
+                                            const float (&hi)[kStripRun], const float* w,
+                                            float (&o)[kStripRun]) {
+  const float4 w0 = *reinterpret_cast<const float4*>(w);
+  const float4 w1 = *reinterpret_cast<const float4*>(w + 4);
+  const float wt[kStripRun] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+  for (int t = 0; t < kStripRun; ++t) {
+#pragma unroll
+    for (int j = 0; j < kStripRun; ++j) {
+      o[j] = fmaf(wt[t], j + t < kStripRun ? lo[j + t] : hi[j + t - kStripRun], o[j]);
+    }
+  }
+}
+
+// A run along a row of shared memory: in(i) = p[i], read as float4 (p 16-byte aligned).
+struct RowReader {
+  const float* p;
+  __device__ __forceinline__ void read(int i, float (&v)[kStripRun]) const {
+    const float4 a = *reinterpret_cast<const float4*>(p + i);
+    const float4 b = *reinterpret_cast<const float4*>(p + i + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+};
+
+// A run down a column of the ring: in(i) = ring row (first + i) mod rows, at pitch kStripW.
+// `first` and i are multiples of kStripRun and rows of kChunk, so a run of kStripRun rows never
+// wraps inside.
+struct RingReader {
+  const float* p;
+  int first, rows;
+  __device__ __forceinline__ void read(int i, float (&v)[kStripRun]) const {
+    int r = first + i;
+    if (r >= rows) r -= rows;
+#pragma unroll
+    for (int j = 0; j < kStripRun; ++j) v[j] = p[(r + j) * kStripW];
+  }
+};
+
+template <typename Reader>
+__device__ __forceinline__ void strip_taps_run(const Reader& in, const float* w, int taps,
+                                               float (&o)[kStripRun]) {
+  float a[kStripRun], b[kStripRun];
+  in.read(0, a);
+  for (int t0 = 0;;) {
+    in.read(t0 + kStripRun, b);
+    strip_block(a, b, w + t0, o);
+    t0 += kStripRun;
+    if (t0 >= taps) break;
+    in.read(t0 + kStripRun, a);
+    strip_block(b, a, w + t0, o);
+    t0 += kStripRun;
+    if (t0 >= taps) break;
+  }
+}
+
+
+// Copies the kChunk source rows of one step into a step buffer. A warp copies 32 consecutive
+// columns of a row, the block's warps take rows in turn; each thread's columns (and which of
+// them are outside the source) are found once per block, each row once per step, so a copied
+// element costs an address and a copy. fp32 by cp.async (stage_wait waits for it), fp16 and bf16
+// through registers, a column's rows in flight together.
+template <typename T>
+struct StripStager {
+  static constexpr int kWarps = kStripThreads / 32;
+  static constexpr int kRowsPerWarp = kChunk / kWarps;
+  int col[separable::kStripColGroups];  // source column of lane + 32 q; -1 zero, -2 not copied
+  int cols_groups;
+
+  __device__ __forceinline__ StripStager(const SeparableArgs& a, int u0) {
+    const int lane = threadIdx.x % 32;
+    cols_groups = (a.cols + 31) / 32;
+#pragma unroll
+    for (int q = 0; q < separable::kStripColGroups; ++q) {
+      const int cc = lane + 32 * q;
+      col[q] = cc < a.cols ? source_index(u0 + cc, a.step_w_div, a.g.w.src) : -2;
+    }
+  }
+
+  __device__ __forceinline__ void stage(const SeparableArgs& a, const T* __restrict__ sp, int v,
+                                        float* buf) const {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const SeparableGeometry& g = a.g;
+    std::int64_t row[kRowsPerWarp];  // source offset of the row, or -1 outside the source
+#pragma unroll
+    for (int b = 0; b < kRowsPerWarp; ++b) {
+      const int sr = source_index(v + warp + b * kWarps, a.step_h_div, g.h.src);
+      row[b] = sr >= 0 ? std::int64_t(sr) * g.w.src : -1;
+    }
+    float* dst = buf + warp * a.pitch + lane;
+    const int row_step = kWarps * a.pitch;
+#pragma unroll
+    for (int q = 0; q < separable::kStripColGroups; ++q) {
+      const int c = col[q];
+      if (q >= cols_groups || c == -2) continue;
+#if __CUDA_ARCH__ >= 800
+      if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+        for (int b = 0; b < kRowsPerWarp; ++b) {
+          const bool inside = c >= 0 && row[b] >= 0;
+          const float* gp = inside ? sp + row[b] + c : sp;
+          const unsigned d =
+              static_cast<unsigned>(__cvta_generic_to_shared(dst + b * row_step + 32 * q));
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(gp),
+                       "r"(inside ? 4 : 0));
+        }
+      } else
+#endif
+      {
+        raw_t<T> val[kRowsPerWarp];
+#pragma unroll
+        for (int b = 0; b < kRowsPerWarp; ++b) {
+          val[b] = c >= 0 && row[b] >= 0 ? load_raw(sp + row[b] + c) : raw_t<T>(0);
+        }
+#pragma unroll
+        for (int b = 0; b < kRowsPerWarp; ++b) {
+          dst[b * row_step + 32 * q] = c >= 0 && row[b] >= 0 ? raw_to_float<T>(val[b]) : 0.0f;
+        }
+      }
+    }
+#if __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<T, float>) asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const SeparableArgs a) {
+  extern __shared__ __align__(16) float smem[];
+  const SeparableGeometry& g = a.g;
+  const int pitch = a.pitch, fac_h = a.fac_h, fac_w = a.fac_w, fac_plane = fac_h + fac_w;
+  const int taps_h = strip_taps(g.h.taps), taps_w = strip_taps(g.w.taps);
+  const int slots = a.slots, ring_rows = slots * kChunk;
+  float* stage = smem;                                 // 2 x kChunk x pitch: source rows
+  float* ring = stage + 2 * kChunk * pitch;            // rank x ring_rows x kStripW: row pass
+  float* wts = ring + a.rank * ring_rows * kStripW;    // rank x (col, row)
+
+  const int strips = a.tiles_w, tiles = a.tiles;
+  const std::int64_t plane = blockIdx.x / tiles;
+  const int tile = static_cast<int>(blockIdx.x - plane * tiles);
+  const int oh0 = (tile / strips) * g.seg_chunks * kChunk, ow0 = (tile % strips) * kStripW;
+  const int n = static_cast<int>(plane / a.out_channels);
+  const int oc = static_cast<int>(plane - std::int64_t(n) * a.out_channels);
+  const int group = oc / a.out_per_group;
+  const int fplane = group * a.factor_group_step + (oc % a.out_per_group) * a.factor_out_step;
+  const T* sp = static_cast<const T*>(a.src) +
+                (std::int64_t(n) * a.src_channels + group) * (std::int64_t(g.h.src) * g.w.src);
+  const int v0 = oh0 + g.h.off, u0 = ow0 + g.w.off;
+  // Steps of output rows in this segment, and the steps of row-pass rows they read.
+  const int out_steps = min(g.seg_chunks, (g.h.out - oh0 + kChunk - 1) / kChunk);
+  const int steps = out_steps + slots - 1;
+
+  const float* f = a.factors + std::int64_t(fplane) * a.rank * fac_plane;
+  for (int i = threadIdx.x; i < a.rank * fac_plane; i += kStripThreads) wts[i] = f[i];
+  const StripStager<T> stager(a, u0);
+  stager.stage(a, sp, v0, stage);
+
+  // Row pass: row i of the step, outputs rcol .. rcol + 7. Column pass: column c, output rows
+  // crow .. crow + 7 of the step.
+  const int i = threadIdx.x / (kStripW / kStripRun);
+  const int rcol = (threadIdx.x % (kStripW / kStripRun)) * kStripRun;
+  const int c = threadIdx.x % kStripW, crow = (threadIdx.x / kStripW) * kStripRun;
+  const T* bias = static_cast<const T*>(a.bias);
+  const float b = bias ? to_float(bias[oc]) : 0.0f;
+  T* out = static_cast<T*>(a.out) + plane * std::int64_t(g.h.out) * g.w.out;
+
+  for (int k = 0; k < steps; ++k) {
+    stage_wait();
+    // Step k's rows are in; every thread is done with step k - 1 (its buffer and ring slot).
+    __syncthreads();
+    if (k + 1 < steps) {
+      stager.stage(a, sp, v0 + (k + 1) * kChunk, stage + ((k + 1) & 1) * kChunk * pitch);
+    }
+    const RowReader src_row{stage + (k & 1) * kChunk * pitch + i * pitch + rcol};
+    const int slot_row = (k % slots) * kChunk + i;
+    for (int r = 0; r < a.rank; ++r) {
+      float o[kStripRun] = {};
+      strip_taps_run(src_row, wts + r * fac_plane + fac_h, taps_w, o);
+      float* t = ring + (r * ring_rows + slot_row) * kStripW + rcol;
+      *reinterpret_cast<float4*>(t) = make_float4(o[0], o[1], o[2], o[3]);
+      *reinterpret_cast<float4*>(t + 4) = make_float4(o[4], o[5], o[6], o[7]);
+    }
+    __syncthreads();
+    const int m = k - (slots - 1);  // the output step whose last row-pass rows are in
+    if (m < 0) continue;
+    float acc[kStripRun] = {};
+    const int first = (m % slots) * kChunk + crow;
+    for (int r = 0; r < a.rank; ++r) {
+      const RingReader col{ring + r * ring_rows * kStripW + c, first, ring_rows};
+      strip_taps_run(col, wts + r * fac_plane, taps_h, acc);
+    }
+    const int ow = ow0 + c;
+    if (ow < g.w.out) {
+#pragma unroll
+      for (int j = 0; j < kStripRun; ++j) {
+        const int oh = oh0 + m * kChunk + crow + j;
+        if (oh < g.h.out) out[std::int64_t(oh) * g.w.out + ow] = from_float<T>(acc[j] + b);
+      }
+    }
+  }
+}
+
 template <typename T, bool kUnitH, bool kUnitW>
 void set_limit() {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(separable_conv_kernel<T, kUnitH, kUnitW>,
@@ -266,6 +530,9 @@ void set_limit() {
 
 template <typename T>
 void prepare() {
+  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(separable_strip_kernel<T>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(separable::kMaxStripSmemBytes)));
   set_limit<T, true, true>();
   set_limit<T, true, false>();
   set_limit<T, false, true>();
@@ -280,15 +547,17 @@ void launch(SeparableArgs a, cudaStream_t stream) {
   a.pitch = g.region_pitch();
   a.fac_h = separable_taps_padded(g.h.taps);
   a.fac_w = separable_taps_padded(g.w.taps);
-  a.tiles_w = (g.w.out + kTileW - 1) / kTileW;
-  a.tiles = a.tiles_w * ((g.h.out + g.tile_h - 1) / g.tile_h);
-  a.cols_div = IntDivider(static_cast<std::uint32_t>(a.cols));
+  a.tiles_w = (g.w.out + (g.strip() ? kStripW : kTileW) - 1) / (g.strip() ? kStripW : kTileW);
+  a.tiles = static_cast<int>(g.blocks_per_plane());
+  a.slots = g.strip() ? g.ring_slots() : 0;
   a.step_h_div = IntDivider(static_cast<std::uint32_t>(g.h.step));
   a.step_w_div = IntDivider(static_cast<std::uint32_t>(g.w.step));
   const dim3 grid(static_cast<unsigned>(a.out_planes * a.tiles));
   const std::size_t smem = g.smem_bytes(a.rank);
   const bool uh = g.h.unit(), uw = g.w.unit();
-  if (uh && uw) {
+  if (g.strip()) {
+    separable_strip_kernel<T><<<grid, kStripThreads, smem, stream>>>(a);
+  } else if (uh && uw) {
     separable_conv_kernel<T, true, true><<<grid, kThreads, smem, stream>>>(a);
   } else if (uh) {
     separable_conv_kernel<T, true, false><<<grid, kThreads, smem, stream>>>(a);

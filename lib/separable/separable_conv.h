@@ -1,11 +1,21 @@
 // The separable path (Algo::kSeparable): a kept filter whose planes are low rank
 // (lib/filters/low_rank.h), W = sum_i col_i row_i^T, convolved as r pairs of 1-D passes in one
-// kernel. A block owns an output tile of tile_h x 32 of one output plane: it loads the tile's
-// source region with its halo into shared memory (zero padding, the backward pass's stride
-// spread and the dtype conversion on load), runs the row pass of factor i into a second
-// shared-memory buffer, the column pass into registers, and after every source plane of the
-// group and every factor stores the tile with the bias and the dtype. Forward and backward data;
-// the backward pass is a correlation of the stride-spread dy with the flipped factors.
+// kernel, of two kinds:
+//   - the strip kernel (both axes at read stride and dilation 1, one source plane per output):
+//     a block owns kStripW output columns of a segment of a plane's rows and walks down it
+//     kChunk rows at a time. Each step copies the next kChunk source rows with their halo into
+//     shared memory (cp.async, double-buffered: the copy of step k + 1 runs under the passes of
+//     step k), row-convolves them into a ring of row-pass results, and column-convolves the
+//     ring into the outputs kChunk rows behind, stored with the bias and the dtype. A source
+//     row is row-convolved once per segment, not once per tile: r * (R + S) multiply-adds an
+//     output plus the segment's first R - 1 rows;
+//   - the tile kernel (every other geometry): a block owns an output tile of tile_h x 32 of one
+//     output plane: it loads the tile's source region with its halo into shared memory, runs
+//     the row pass of factor i into a second shared-memory buffer, the column pass into
+//     registers, and after every source plane of the group and every factor stores the tile.
+// Both apply zero padding, the backward pass's stride spread and the dtype conversion on load.
+// Forward and backward data; the backward pass is a correlation of the stride-spread dy with
+// the flipped factors.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +26,7 @@
 
 #include "fftconv/conv_desc.hpp"
 #include "fftconv/options.hpp"
+#include "geometry/index_math.h"
 #include "geometry/int_divider.h"
 
 namespace fftconv::detail {
@@ -32,6 +43,21 @@ constexpr int kThreads = 256;
 constexpr int kMaxTileH = 128;
 /// Shared memory a block may use (two blocks per SM on sm_90 and sm_80).
 constexpr std::size_t kMaxSmemBytes = 100 * 1024;
+/// The strip kernel: output columns of a strip, output rows of a step, outputs a thread
+/// computes per pass (a run sliding over taps in blocks of kStripRun), threads of a block (one
+/// run of each pass per thread and step).
+constexpr int kStripW = 32;
+constexpr int kChunk = 32;
+constexpr int kStripRun = 8;
+constexpr int kStripThreads = kStripW * kChunk / kStripRun;
+/// Shared memory a strip block may use (sm_80's limit; a strip of 45 taps and rank 1 takes
+/// 34 KB, of 101 taps and rank 4 116 KB).
+constexpr std::size_t kMaxStripSmemBytes = 160 * 1024;
+/// Column groups of 32 a strip block copies per source row: at most 256 columns, so filters
+/// up to 225 taps wide (wider ones take the tile kernel).
+constexpr int kStripColGroups = 8;
+/// Taps the strip kernel runs: rounded up to kStripRun (the factors' padding is zero).
+FFTCONV_HD int strip_taps(int taps) { return (taps + kStripRun - 1) / kStripRun * kStripRun; }
 }  // namespace separable
 
 /// Most outer products per plane the separable path keeps (LowRankOptions::max_rank).
@@ -57,11 +83,22 @@ struct SeparableAxis {
 
 struct SeparableGeometry {
   SeparableAxis h, w;
-  int tile_h = 0;  ///< output rows of a tile (multiple of kRun, at most kMaxTileH)
-  /// Shared-memory region of a tile: rows and columns of the source (columns padded odd).
+  /// The strip kernel's steps (of kChunk output rows) per segment; 0: the tile kernel.
+  int seg_chunks = 0;
+  int tile_h = 0;  ///< tile kernel: output rows of a tile (multiple of kRun, at most kMaxTileH)
+  bool strip() const { return seg_chunks > 0; }
+  /// Tile kernel: shared-memory region of a tile, rows and columns of the source (columns
+  /// padded odd). Strip kernel: one step's source rows (kChunk), its columns, and the row pitch
+  /// (4 mod 8 floats: a quarter warp's float4 loads from two rows fall in distinct banks).
   int region_rows() const;
   int region_cols() const;
-  int region_pitch() const { return region_cols() | 1; }
+  int region_pitch() const;
+  /// Strip kernel: steps of kChunk row-pass rows the ring holds (the column pass of a step
+  /// reads kChunk + R - 1 of them), and output rows of a segment.
+  int ring_slots() const;
+  int segment_rows() const { return seg_chunks * separable::kChunk; }
+  /// Blocks per output plane.
+  std::int64_t blocks_per_plane() const;
   std::size_t smem_bytes(int rank) const;
 };
 
@@ -83,9 +120,10 @@ struct SeparableArgs {
   int factor_out_step = 1;        ///<   factor_group_step + (o % out_per_group) * factor_out_step
   int rank = 1;                   ///< factors per plane (planes of lower rank padded with zeros)
   SeparableGeometry g;
-  // Derived from g by launch_separable_conv (the kernel reads them, not g's methods).
-  int rows = 0, cols = 0, pitch = 0, fac_h = 0, fac_w = 0, tiles_w = 0, tiles = 0;
-  IntDivider cols_div, step_h_div, step_w_div;
+  // Derived from g by launch_separable_conv (the kernel reads them, not g's methods). Strip
+  // kernel: tiles_w strips, tiles = strips * segments, slots of the ring.
+  int rows = 0, cols = 0, pitch = 0, fac_h = 0, fac_w = 0, tiles_w = 0, tiles = 0, slots = 0;
+  IntDivider step_h_div, step_w_div;
 };
 
 /// Floats of the factors of `planes` planes of rank `rank` for axis taps r x s.
@@ -94,6 +132,10 @@ inline std::size_t separable_factor_floats(std::int64_t planes, int rank, std::i
   return static_cast<std::size_t>(planes) * rank *
          (separable_taps_padded(r) + separable_taps_padded(s));
 }
+
+/// The kernel and its blocks, for describe(): "strips of 32 columns, segments of 96 rows" or
+/// "tiles of 64x32".
+std::string separable_kernel_text(const SeparableGeometry& g);
 
 /// Raises the kernels' shared-memory limit to kMaxSmemBytes on the current device (plan time).
 void prepare_separable_kernels(DType dtype);

@@ -229,8 +229,28 @@ constexpr double kSeparableMacsPerUsPerSm = 6.0e4;
 constexpr double kSeparableLoadMacs = 4.0;
 constexpr double kThreadsPerSm = 2048;
 
+// The strip kernel (one block of kStripThreads walks down a segment): an SM retires
+// kSeparableStripMacsPerUsPerSm multiply-adds a microsecond with kStripFullWarps warps resident
+// or more, proportionally less with fewer. H200, forced separable, fp32
+// (data/results/h200/2026-12-04-separable/RUNS.md, run 3): 82-89 thousand a microsecond and SM
+// on the 2048x2048 photo (0.124 ms, 19 warps resident), landmark_dw68 (0.236 ms) and the
+// 4000x3000 photo with 101x101 (0.645 ms, 12 warps: longer passes between its barriers than
+// 45 taps have); 64 heatmaps 0.018 ms (a launch and three steps). ncu: 54-71% of the issue slots
+// busy, about one instruction in two a multiply-add; with 11 warps resident one warp in three
+// was eligible a cycle (run 2), hence the penalty below 16.
+constexpr double kSeparableStripMacsPerUsPerSm = 8.5e4;
+constexpr double kStripFullWarps = 16;
+
 // Work of one block in multiply-add equivalents, and the blocks of the pass.
 double separable_block_work(const SeparableGeometry& g, int sources, int rank) {
+  if (g.strip()) {
+    const double steps = g.seg_chunks + g.ring_slots() - 1;  // row-pass steps of a segment
+    const double per_step = double(separable::kChunk) * separable::kStripW;
+    const double macs = double(rank) * per_step *
+                        (steps * separable::strip_taps(g.w.taps) +
+                         double(g.seg_chunks) * separable::strip_taps(g.h.taps));
+    return macs + kSeparableLoadMacs * steps * separable::kChunk * g.region_cols();
+  }
   const double rows = g.region_rows();
   const double macs = double(rank) * (rows * separable::kTileW * g.w.taps_run() +
                                       double(g.tile_h) * separable::kTileW * g.h.taps_run());
@@ -245,18 +265,34 @@ double separable_planes(const ConvDesc& d, Pass pass) {
 double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeometry& g, int rank) {
   const int sources = static_cast<int>(pass == Pass::kBackwardData ? d.k_per_group()
                                                                    : d.c_per_group());
-  const double blocks = separable_planes(d, pass) *
-                        std::ceil(double(g.w.out) / separable::kTileW) *
-                        std::ceil(double(g.h.out) / g.tile_h);
+  const double blocks = separable_planes(d, pass) * double(g.blocks_per_plane());
   const double smem = double(g.smem_bytes(rank)) + 1024.0;
-  const double per_sm = std::max(
-      1.0, std::min({std::floor(kSmemPerSm / smem), kThreadsPerSm / separable::kThreads, 2.0}));
+  const int threads = g.strip() ? separable::kStripThreads : separable::kThreads;
+  const double cap = g.strip() ? kThreadsPerSm / threads : 2.0;
+  const double per_sm =
+      std::max(1.0, std::min({std::floor(kSmemPerSm / smem), kThreadsPerSm / threads, cap}));
   const double waves = std::ceil(blocks / (kSmCount * per_sm));
   const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
-  const double compute =
-      waves * sharing * separable_block_work(g, sources, rank) / kSeparableMacsPerUsPerSm;
+  double rate = kSeparableMacsPerUsPerSm;
+  if (g.strip()) {
+    rate = kSeparableStripMacsPerUsPerSm * std::min(1.0, sharing * threads / 32.0 / kStripFullWarps);
+  }
+  const double compute = waves * sharing * separable_block_work(g, sources, rank) / rate;
   const double io = double(d.x_elems() + d.y_elems()) * double(dtype_size(d.dtype));
   return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
+}
+
+int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {
+  const int top = (g.h.out + separable::kChunk - 1) / separable::kChunk;
+  int best = 0;
+  double best_us = 0.0;
+  for (int m = 1; m <= top; ++m) {
+    g.seg_chunks = m;
+    if (g.smem_bytes(max_rank) > separable::kMaxStripSmemBytes) return 0;  // same for every m
+    const double us = estimate_separable_us(d, pass, g, 1);
+    if (best == 0 || us <= best_us) best = m, best_us = us;  // ties: the longer segment
+  }
+  return best;
 }
 
 int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {

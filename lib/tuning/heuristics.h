@@ -30,6 +30,10 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
 /// region fits in shared memory with factors of rank up to `max_rank`; 0 when none fits. `g`'s
 /// axes are set, its tile_h is ignored.
 int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank);
+/// The strip kernel's steps per segment (g.seg_chunks) with the lowest estimate whose buffers
+/// fit in shared memory with factors of rank up to `max_rank`; 0 when none fits. `g`'s axes are
+/// set (both unit: read stride and dilation 1), its seg_chunks and tile_h are ignored.
+int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank);
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 

@@ -184,16 +184,34 @@ TEST(Separable, TilesFitSharedMemory) {
   for (const char* s : {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
                         "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32",
                         "n1c3h3000w4000k3r101s101p50x50u1x1d1x1g3f32",
-                        "n2c4h50w61k4r7s31p3x15u2x3d2x1g2f32"}) {
+                        "n2c4h50w61k4r7s31p3x15u2x3d2x1g2f32",
+                        "n2c4h50w61k4r7s31p3x15u1x1d1x1g2f32",
+                        "n2c4h50w61k4r7s31p3x15u1x1d1x1g1f32"}) {
     const ConvDesc d = ConvDesc::parse(s);
     for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
       detail::SeparableGeometry g;
       std::string why;
       ASSERT_TRUE(detail::separable_geometry(d, p, &g, &why)) << s << ": " << why;
-      EXPECT_EQ(g.tile_h % detail::separable::kRun, 0) << s;
-      EXPECT_LE(g.tile_h, detail::separable::kMaxTileH) << s;
-      EXPECT_LE(g.smem_bytes(detail::kMaxSeparableRank), detail::separable::kMaxSmemBytes) << s;
       EXPECT_EQ(g.h.out, p == Pass::kForward ? d.out_h() : d.h) << s;
+      // The strip kernel on unit axes with one source plane per output, the tile kernel else.
+      const bool one_source = (p == Pass::kForward ? d.c_per_group() : d.k_per_group()) == 1;
+      const bool unit = g.h.unit() && g.w.unit();
+      EXPECT_EQ(g.strip(), unit && one_source) << s << " " << pass_name(p);
+      if (g.strip()) {
+        EXPECT_GE(g.seg_chunks, 1) << s;
+        EXPECT_LT(g.segment_rows() - detail::separable::kChunk, g.h.out) << s;
+        EXPECT_GE(g.ring_slots() * detail::separable::kChunk,
+                  detail::separable::kChunk + detail::separable::strip_taps(g.h.taps) - 1)
+            << s;
+        EXPECT_EQ(g.region_pitch() % 8, 4) << s;
+        EXPECT_LE(g.smem_bytes(detail::kMaxSeparableRank), detail::separable::kMaxStripSmemBytes)
+            << s;
+      } else {
+        EXPECT_EQ(g.tile_h % detail::separable::kRun, 0) << s;
+        EXPECT_GT(g.tile_h, 0) << s;
+        EXPECT_LE(g.tile_h, detail::separable::kMaxTileH) << s;
+        EXPECT_LE(g.smem_bytes(detail::kMaxSeparableRank), detail::separable::kMaxSmemBytes) << s;
+      }
     }
   }
 }
