@@ -47,6 +47,19 @@ constexpr double kDirectFullOutputs = 1.0e5;
 // FFT algorithms cost the same in every pass; these are the middle of the direct ones.
 constexpr double kDirectDgradFactor = 1.5;
 constexpr double kDirectWgradFactor = 2.0;
+// With dense channels cuDNN's backward passes cost about its forward (F.conv2d's fp32 backward
+// over forward on the small-kernel parity set, data/results/h200/2026-12-04-parity: data
+// 0.27-2.3, median 0.9; filter 0.3-1.4, median 0.8): the factors above are the thin rows'.
+constexpr double kDirectDenseBackwardFactor = 1.0;
+// cuDNN runs fp16 and bf16 convolutions with dense channels on tensor cores, while the FFT paths
+// compute in fp32 whatever the dtype: on the small-kernel parity set (3x3 to 15x15, 32 to 512
+// channels, groups 1 and 4; data/results/h200/2026-12-04-parity) F.conv2d in fp16 ran 0.8-19.5x
+// faster than in fp32, median 4.4 over the 60 dense case-passes, and 28 of Auto's fp16 entries
+// lost to it by more than 3% (up to 26x) against 7 in fp32. Depthwise ones gain 0.9-1.6x, and
+// 16 channels little: dilated2 (16 channels, 15x15 dilated by 2) 3.0x, but from an fp32 time
+// 2.4x above the dense-large rate, so that the speedup applies from 32 channels per group.
+constexpr double kDirectHalfDenseSpeedup = 4.0;
+constexpr std::int64_t kDirectHalfDenseChannels = 32;
 
 // ---- GEMM tiling ------------------------------------------------------------------------------
 // Threads wanted in flight: 132 SMs x 2048 threads is one full wave; below that, shrink tiles.
@@ -313,13 +326,17 @@ int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, i
 double estimate_direct_us(const ConvDesc& d, Pass pass) {
   const double flops = 2.0 * double(d.y_elems()) * d.c_per_group() * d.r * d.s;
   const bool dense = d.c_per_group() >= kDenseChannels && d.k_per_group() >= kDenseChannels;
-  const double rate = !dense                          ? kDirectThinFlopsPerUs
-                      : d.r * d.s <= kSmallKernelArea ? kDirectDenseSmallFlopsPerUs
-                                                      : kDirectDenseLargeFlopsPerUs;
+  const bool tensor_cores = d.dtype != DType::kF32 && d.c_per_group() >= kDirectHalfDenseChannels &&
+                            d.k_per_group() >= kDirectHalfDenseChannels;
+  const double half = tensor_cores ? kDirectHalfDenseSpeedup : 1.0;
+  const double rate = half * (!dense                          ? kDirectThinFlopsPerUs
+                              : d.r * d.s <= kSmallKernelArea ? kDirectDenseSmallFlopsPerUs
+                                                              : kDirectDenseLargeFlopsPerUs);
   const double fill = std::min(1.0, double(d.y_elems()) / kDirectFullOutputs);
-  const double factor = pass == Pass::kBackwardData     ? kDirectDgradFactor
-                        : pass == Pass::kBackwardFilter ? kDirectWgradFactor
-                                                        : 1.0;
+  const double factor = pass == Pass::kForward          ? 1.0
+                        : dense                          ? kDirectDenseBackwardFactor
+                        : pass == Pass::kBackwardData    ? kDirectDgradFactor
+                                                         : kDirectWgradFactor;
   return factor * flops / (rate * fill) + kLaunchUs;
 }
 

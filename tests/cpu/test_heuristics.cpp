@@ -3,6 +3,7 @@
 #include <set>
 
 #include "algos/cudnn/cudnn_conv.h"
+#include "algos/registry.h"
 #include "testing/testing.h"
 #include "tuning/heuristics.h"
 
@@ -156,6 +157,46 @@ TEST(Heuristics, DirectBackwardPassesCostMoreThanForward) {
   EXPECT_EQ(fwd, estimate_direct_us(d));
   EXPECT_GT(estimate_direct_us(d, Pass::kBackwardData), fwd);
   EXPECT_GT(estimate_direct_us(d, Pass::kBackwardFilter), estimate_direct_us(d, Pass::kBackwardData));
+}
+
+// Dense backward passes cost cuDNN about its forward (the thin rows' factors do not apply), and
+// cuDNN's tensor cores make fp16 and bf16 dense convolutions from 32 channels cheaper than fp32.
+TEST(Heuristics, DirectDenseBackwardAndHalfPrecision) {
+  ConvDesc d = ConvDesc::parse("n8c64h56w56k64r7s7p3x3u1x1d1x1g1f32");
+  EXPECT_EQ(estimate_direct_us(d, Pass::kBackwardData), estimate_direct_us(d, Pass::kForward));
+  EXPECT_EQ(estimate_direct_us(d, Pass::kBackwardFilter), estimate_direct_us(d, Pass::kForward));
+  const double f32 = estimate_direct_us(d);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    d.dtype = t;
+    EXPECT_LT(estimate_direct_us(d), f32 / 3) << dtype_name(t);
+  }
+  // 16 channels (dilated2) and depthwise: the fp32 rate.
+  for (const char* s : {"n4c16h64w64k16r15s15p14x14u1x1d2x2g1", "n8c256h56w56k256r7s7p3x3u1x1d1x1g256"}) {
+    const ConvDesc a = ConvDesc::parse(std::string(s) + "f32");
+    const ConvDesc b = ConvDesc::parse(std::string(s) + "f16");
+    EXPECT_EQ(estimate_direct_us(a), estimate_direct_us(b)) << s;
+  }
+}
+
+// Auto's first choice on the small-kernel parity set in fp16 follows the measured winner where
+// the two differ by 1.5x or more (data/results/h200/2026-12-04-parity/parity-ops.txt: F.conv2d's
+// cuDNN against the FFT paths' times).
+TEST(Heuristics, HalfPrecisionMidKernelsFollowTheParityRun) {
+  Options o;
+  for (Pass p : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+    o.pass = p;
+    // cuDNN: 7x7 on 64 and 512 channels (0.053-0.53 ms against the FFT's 0.10-7.4), 5x5 on 512.
+    for (const char* s : {"n8c64h56w56k64r7s7p3x3u1x1d1x1g1f16", "n4c512h56w56k512r7s7p3x3u1x1d1x1g1f16",
+                          "n4c512h56w56k512r5s5p2x2u1x1d1x1g1f16"}) {
+      EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kCudnn) << s << " " << pass_name(p);
+    }
+  }
+  // The FFT paths: depthwise 7x7 (fused: 0.054 against 0.23-0.29 ms), 15x15 on 512 channels
+  // forward (3.3 against 4.4 ms).
+  o.pass = Pass::kForward;
+  for (const char* s : {"n8c256h56w56k256r7s7p3x3u1x1d1x1g256f16", "n4c512h56w56k512r15s15p7x7u1x1d1x1g1f16"}) {
+    EXPECT_NE(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kCudnn) << s;
+  }
 }
 
 // The cuDNN algorithms the searches (and Auto) leave out, on the shapes they were measured on
