@@ -51,10 +51,11 @@ constexpr int kChunk = 32;
 constexpr int kStripRun = 8;
 constexpr int kStripThreads = kStripW * kChunk / kStripRun;
 /// Shared memory a strip block may use (sm_80's limit; a strip of 45 taps and rank 1 takes
-/// 34 KB, of 101 taps and rank 4 116 KB).
+/// 34 KB, of 101 taps and rank 4 118.5 KB). Devices whose opt-in limit per block is lower
+/// (sm_86 and sm_89: 99 KB) fail the plan's set-up; only sm_90 is measured.
 constexpr std::size_t kMaxStripSmemBytes = 160 * 1024;
 /// Column groups of 32 a strip block copies per source row: at most 256 columns, so filters
-/// up to 225 taps wide (wider ones take the tile kernel).
+/// up to 224 taps wide (wider ones take the tile kernel).
 constexpr int kStripColGroups = 8;
 /// Taps the strip kernel runs: rounded up to kStripRun (the factors' padding is zero).
 FFTCONV_HD int strip_taps(int taps) { return (taps + kStripRun - 1) / kStripRun * kStripRun; }
@@ -102,7 +103,8 @@ struct SeparableGeometry {
   std::size_t smem_bytes(int rank) const;
 };
 
-/// The geometry of `pass` on `d` (tile height chosen by separable_tile_h); false with `why` set
+/// The geometry of `pass` on `d` (the strip kernel's segment or the tile kernel's height chosen
+/// by the estimate, lib/tuning/heuristics.h); false with `why` set
 /// when its tile's region does not fit in shared memory or the kernel's 32-bit indices.
 bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std::string* why);
 
@@ -137,7 +139,8 @@ inline std::size_t separable_factor_floats(std::int64_t planes, int rank, std::i
 /// "tiles of 64x32".
 std::string separable_kernel_text(const SeparableGeometry& g);
 
-/// Raises the kernels' shared-memory limit to kMaxSmemBytes on the current device (plan time).
+/// Raises the kernels' shared-memory limits (kMaxSmemBytes for the tile kernel,
+/// kMaxStripSmemBytes for the strip kernel) on the current device (plan time).
 void prepare_separable_kernels(DType dtype);
 void launch_separable_conv(const SeparableArgs& a, DType dtype, cudaStream_t stream);
 

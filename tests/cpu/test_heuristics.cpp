@@ -150,6 +150,7 @@ TEST(Heuristics, AutoPrefersFftForLargeKernelsAndDirectForSmallOnes) {
   }
 }
 
+// Thin (here depthwise) convolutions: cuDNN's backward passes cost more than its forward.
 TEST(Heuristics, DirectBackwardPassesCostMoreThanForward) {
   ConvDesc d;
   d.n = 32; d.c = d.k = d.groups = 128; d.h = d.w = 56; d.r = d.s = 31; d.pad_h = d.pad_w = 15;
@@ -179,8 +180,8 @@ TEST(Heuristics, DirectDenseBackwardAndHalfPrecision) {
 }
 
 // Auto's first choice on the small-kernel parity set in fp16 follows the measured winner where
-// the two differ by 1.5x or more (data/results/h200/2026-12-04-parity/parity-ops.txt: F.conv2d's
-// cuDNN against the FFT paths' times).
+// the two differ by 1.3x or more (data/results/h200/2026-12-04-parity/run1-parity-ops.txt:
+// F.conv2d's cuDNN against the FFT paths' times).
 TEST(Heuristics, HalfPrecisionMidKernelsFollowTheParityRun) {
   Options o;
   for (Pass p : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
