@@ -134,16 +134,21 @@ Backend resolve_backend(Backend requested) {
                                             std::to_string(static_cast<int>(requested)));
 }
 
-Algo auto_first_choice(const ConvDesc& d, const Options& o) {
+std::vector<RankedAlgo> auto_ranking(const ConvDesc& d, const Options& o) {
   const Backend backend = resolve_backend(o.backend);
-  const AlgoFactory* best = nullptr;
-  double best_us = 0.0;
+  std::vector<RankedAlgo> ranked;
   for (const AlgoFactory* f : algorithm_list()) {
     if (f->backend() != backend || !f->can_implement(d, o).ok()) continue;
-    const double us = f->estimate_us(d, o, nullptr);
-    if (best == nullptr || us < best_us) best = f, best_us = us;  // ties: the earlier entry
+    ranked.push_back({f->algo(), f->estimate_us(d, o, nullptr)});
   }
-  return best != nullptr ? best->algo() : Algo::kAuto;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const RankedAlgo& a, const RankedAlgo& b) { return a.us < b.us; });
+  return ranked;
+}
+
+Algo auto_first_choice(const ConvDesc& d, const Options& o) {
+  const std::vector<RankedAlgo> ranked = auto_ranking(d, o);
+  return ranked.empty() ? Algo::kAuto : ranked.front().algo;
 }
 
 std::unique_ptr<ConvAlgo> build_algorithm(const ConvDesc& d, const Options& o, PlanInfo* info) {

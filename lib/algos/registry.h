@@ -58,6 +58,16 @@ Backend resolve_backend(Backend requested);
 /// some algorithms elsewhere (the PyTorch extension hands cuDNN's to aten::convolution).
 Algo auto_first_choice(const ConvDesc& d, const Options& o);
 
+/// One entry of Auto's ranking: its Algo and estimated device time.
+struct RankedAlgo {
+  Algo algo = Algo::kAuto;
+  double us = 0.0;
+};
+
+/// Every entry of the backend of `o` that can implement `d`, cheapest estimate first (ties: the
+/// earlier entry), nothing built. auto_first_choice is its first entry.
+std::vector<RankedAlgo> auto_ranking(const ConvDesc& d, const Options& o);
+
 /// GPU forward and backward-data plans under Auto (Options::kept_separable): `built` wrapped so
 /// that a kept filter whose planes are low rank runs on the separable path where its estimate
 /// beats `built_us`, `built`'s estimate (algos/separable.cpp); `built` itself otherwise.

@@ -9,6 +9,8 @@
 
 #include <array>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "ops.h"
 #include "plan_cache.h"
@@ -61,6 +63,25 @@ PyObject* cache_clear(PyObject*, PyObject* args) {
   return guarded([&] {
     plan_cache(device).clear();
     Py_RETURN_NONE;
+  });
+}
+
+PyObject* cache_describe(PyObject*, PyObject* args) {
+  int device = 0;
+  if (!PyArg_ParseTuple(args, "i", &device)) return nullptr;
+  return guarded([&]() -> PyObject* {
+    const std::vector<std::string> lines = plan_cache(device).describe();
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(lines.size()));
+    if (list == nullptr) return nullptr;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      PyObject* s = PyUnicode_FromStringAndSize(lines[i].data(), static_cast<Py_ssize_t>(lines[i].size()));
+      if (s == nullptr) {
+        Py_DECREF(list);
+        return nullptr;
+      }
+      PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), s);
+    }
+    return list;
   });
 }
 
@@ -160,6 +181,8 @@ PyMethodDef methods[] = {
     {"_plan_cache_max_size", cache_max_size, METH_VARARGS, "Capacity of a device's cache."},
     {"_plan_cache_set_max_size", cache_set_max_size, METH_VARARGS, "Sets the capacity."},
     {"_plan_cache_clear", cache_clear, METH_VARARGS, "Drops every plan of a device's cache."},
+    {"_plan_cache_describe", cache_describe, METH_VARARGS,
+     "One line per plan of a device's cache: the key, what runs it and how Auto chose."},
     {"_filter_spectra_info", spectra_info, METH_NOARGS,
      "(spectra alive, their bytes, max_bytes) of the training steps' filter spectra."},
     {"_filter_spectra_set_max_bytes", spectra_set_max_bytes, METH_VARARGS,

@@ -19,8 +19,10 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "algos/registry.h"
@@ -131,7 +133,25 @@ bool small_for_host_fft(const ConvDesc& d) {
   return d.dil_h * (d.r - 1) + 1 < kHostFftMinExtent && d.dil_w * (d.s - 1) + 1 < kHostFftMinExtent;
 }
 
-std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, Backend backend) {
+// Measured Auto (torch.backends.cudnn.benchmark on): where the estimates of the engine's best
+// algorithm and of cuDNN are within this factor of each other, the first call times both on its
+// tensors. The estimates were off by up to 6.5x on the parity set's dense fp16 cases
+// (data/results/h200/2026-12-04-parity); beyond 16x they have never been wrong.
+constexpr double kMeasureWithin = 16.0;
+// Where the estimate ranks cuDNN first, the engine's plan is built and timed only when its
+// workspace is at most this (the workspace comes from PyTorch's caching allocator and stays
+// reserved there); a larger one keeps the estimate's choice.
+constexpr std::size_t kMeasureWorkspaceLimit = std::size_t{1} << 30;
+
+std::string estimate_text(const detail::RankedAlgo& own, const detail::RankedAlgo& cudnn) {
+  return std::string("estimates: ") + algo_name(own.algo) + " " + detail::us_text(own.us) +
+         ", cudnn " + detail::us_text(cudnn.us);
+}
+
+// `shared`: for a plan that keeps a frozen filter, the entry of the same problem without one
+// (its measured choice, if any, carries over); null otherwise.
+std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, Backend backend,
+                                       const PlanEntry* shared = nullptr) {
   auto e = std::make_shared<PlanEntry>();
   Options o;
   o.algo = algo;
@@ -140,22 +160,144 @@ std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, 
   o.check_pointers = false;  // torch has checked the tensors' devices
   const bool auto_gpu = backend == Backend::kGpu && algo == Algo::kAuto;
   const bool auto_cpu = backend == Backend::kCpu && algo == Algo::kAuto;
-  if ((auto_gpu && detail::auto_first_choice(d, o) == Algo::kCudnn) ||
-      (auto_cpu && small_for_host_fft(d))) {
+  if (auto_cpu && small_for_host_fft(d)) {
     e->use_aten = true;
     return e;
+  }
+  bool measure = false;
+  bool cudnn_ranked = false;  // aten can run it (Auto's ranking has cuDNN)
+  if (auto_gpu) {
+    // The engine's best own algorithm and cuDNN's estimate (cuDNN's work goes to aten).
+    const std::vector<detail::RankedAlgo> ranked = detail::auto_ranking(d, o);
+    const detail::RankedAlgo* own = nullptr;
+    const detail::RankedAlgo* cudnn = nullptr;
+    for (const detail::RankedAlgo& r : ranked) {
+      if (r.algo == Algo::kCudnn) {
+        cudnn = cudnn ? cudnn : &r;
+      } else {
+        own = own ? own : &r;
+      }
+    }
+    const bool aten_first = !ranked.empty() && ranked.front().algo == Algo::kCudnn;
+    cudnn_ranked = cudnn != nullptr;
+    if (shared && shared->plan && !shared->use_aten && aten_first) {
+      // The plan without a kept filter was measured faster than aten: keep its algorithm.
+      o.algo = shared->plan->info().algo;
+      e->choice = "the algorithm measured for the same problem without a kept filter";
+    } else if (own && cudnn) {
+      e->choice = estimate_text(*own, *cudnn);
+      measure = !shared && at::globalContext().benchmarkCuDNN() &&
+                std::max(own->us, cudnn->us) <= kMeasureWithin * std::min(own->us, cudnn->us);
+      if (aten_first && !measure) {
+        e->use_aten = true;
+        return e;
+      }
+      if (measure) o.algo = own->algo;  // the engine's candidate, cuDNN left to aten
+    } else if (aten_first) {
+      e->use_aten = true;
+      return e;
+    }
+    if (measure && aten_first) {
+      // The estimate's choice until measured; the engine's plan only if affordable.
+      e->use_aten = true;
+    }
   }
   try {
     e->plan = std::make_unique<Plan>(d, o);
   } catch (const Error& err) {
+    if (measure && cudnn_ranked) {  // the engine's candidate cannot be built: aten it is
+      e->use_aten = true;
+      e->choice += std::string("; the engine's plan failed: ") + err.what();
+      return e;
+    }
     TORCH_CHECK(false, "fftconv: cannot plan ", d.to_string(), " (", pass_name(pass), ", algo ",
                 algo_name(algo), "): ", err.what());
   }
+  if (measure && e->use_aten && e->plan->workspace_size() > kMeasureWorkspaceLimit) {
+    e->choice += "; not measured: the engine's workspace exceeds 1 GiB";
+    e->plan.reset();
+    return e;
+  }
+  e->measure_pending = measure;
   if (auto_gpu && e->plan->info().algo == Algo::kCudnn) {
     e->plan.reset();
     e->use_aten = true;
   }
   return e;
+}
+
+// Times the two candidates of a measure_pending entry on the call's own tensors and settles
+// which one runs from now on. `engine` and `aten` each enqueue one call of the pass on `stream`
+// (the engine's into buffers it keeps between calls, so that its graph replay is what is timed).
+// Each runs twice untimed (the plan's first calls; aten's cuDNN search under cudnn.benchmark),
+// then kMeasureRounds times alternately between CUDA events; the median of each decides. An
+// engine candidate that runs out of memory loses. While the stream is being captured nothing is
+// timed and the estimate's choice runs.
+template <typename Engine, typename Aten>
+void settle_by_measurement(PlanEntry& e, Backend backend, cudaStream_t stream, Engine&& engine,
+                           Aten&& aten) {
+#if FFTCONV_TORCH_CUDA
+  std::lock_guard<std::mutex> lock(e.mutex);
+  if (!e.measure_pending || is_capturing(backend, stream)) return;
+  constexpr int kMeasureRounds = 5;
+  auto check = [](cudaError_t err) {
+    TORCH_CHECK(err == cudaSuccess, "fftconv: timing Auto's candidates: ", cudaGetErrorString(err));
+  };
+  std::array<cudaEvent_t, 4 * kMeasureRounds> ev{};
+  struct Events {
+    std::array<cudaEvent_t, 4 * kMeasureRounds>& ev;
+    ~Events() {
+      for (cudaEvent_t x : ev) {
+        if (x != nullptr) cudaEventDestroy(x);
+      }
+    }
+  } events{ev};
+  for (cudaEvent_t& x : ev) check(cudaEventCreate(&x));
+  std::array<float, kMeasureRounds> engine_ms{}, aten_ms{};
+  bool engine_ok = true;
+  try {
+    engine();
+    engine();
+  } catch (const c10::OutOfMemoryError&) {
+    engine_ok = false;
+  }
+  aten();
+  aten();
+  for (int i = 0; i < kMeasureRounds; ++i) {
+    cudaEvent_t* x = &ev[4 * i];
+    auto timed = [&](cudaEvent_t a, cudaEvent_t b, auto&& f) {
+      check(cudaEventRecord(a, stream));
+      f();
+      check(cudaEventRecord(b, stream));
+    };
+    if (engine_ok && i % 2 == 0) timed(x[0], x[1], engine);
+    timed(x[2], x[3], aten);
+    if (engine_ok && i % 2 == 1) timed(x[0], x[1], engine);
+  }
+  check(cudaStreamSynchronize(stream));
+  for (int i = 0; i < kMeasureRounds; ++i) {
+    if (engine_ok) check(cudaEventElapsedTime(&engine_ms[i], ev[4 * i], ev[4 * i + 1]));
+    check(cudaEventElapsedTime(&aten_ms[i], ev[4 * i + 2], ev[4 * i + 3]));
+  }
+  std::sort(engine_ms.begin(), engine_ms.end());
+  std::sort(aten_ms.begin(), aten_ms.end());
+  const float engine_med = engine_ms[kMeasureRounds / 2], aten_med = aten_ms[kMeasureRounds / 2];
+  const bool use_aten = !engine_ok || aten_med < engine_med;
+  char text[160];
+  if (engine_ok) {
+    std::snprintf(text, sizeof(text), "measured: %s %.4f ms, aten %.4f ms (median of %d); chose %s",
+                  algo_name(e.plan->info().algo), engine_med, aten_med, kMeasureRounds,
+                  use_aten ? "aten" : "the engine");
+  } else {
+    std::snprintf(text, sizeof(text), "measured: %s ran out of memory, aten %.4f ms; chose aten",
+                  algo_name(e.plan->info().algo), aten_med);
+  }
+  e.choice += std::string(e.choice.empty() ? "" : "; ") + text;
+  e.use_aten = use_aten;
+  e.measure_pending = false;
+#else
+  (void)e, (void)backend, (void)stream, (void)engine, (void)aten;
+#endif
 }
 
 [[noreturn]] void capture_miss(const ConvDesc& d, Pass pass, const char* what) {
@@ -229,7 +371,7 @@ Resolved resolve(const ConvDesc& d, Pass pass, Algo algo, Backend backend, int d
       }
     }
     if (capturing()) return {shared, false};  // no set-up during capture: run with the filter given
-    kept = cache.insert(kept_key, build_entry(d, pass, algo, backend));
+    kept = cache.insert(kept_key, build_entry(d, pass, algo, backend, shared.get()));
     if (kept->use_aten) return {kept, false};
   }
   std::lock_guard<std::mutex> lock(kept->mutex);
@@ -440,7 +582,22 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
   const cudaStream_t stream = current_stream(*backend, x);
   const Resolved r = resolve(d, Pass::kForward, algo, *backend, cache_index(*backend, x),
                              frozen_filter(weight), w, stream);
-  if (r.entry->use_aten) return aten_forward(x, w, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt, p);
+  const std::optional<at::Tensor> bo = b.defined() ? std::optional<at::Tensor>(b) : std::nullopt;
+  if (r.entry->measure_pending) {
+    at::Tensor ty;
+    Workspace tws;
+    settle_by_measurement(
+        *r.entry, *backend, stream,
+        [&] {
+          if (!ty.defined()) ty = new_output(output_size(d), x), tws = workspace_for(*r.entry->plan, x);
+          engine_call(d, Pass::kForward, [&] {
+            r.entry->plan->forward(x.data_ptr(), w.data_ptr(), b.defined() ? b.data_ptr() : nullptr,
+                                   ty.data_ptr(), tws.get(), tws.bytes, stream);
+          });
+        },
+        [&] { aten_forward(x, w, bo, p); });
+  }
+  if (r.entry->use_aten) return aten_forward(x, w, bo, p);
   at::Tensor y = new_output(output_size(d), x);
   const Workspace ws = workspace_for(*r.entry->plan, x);
   engine_call(d, Pass::kForward, [&] {
@@ -489,6 +646,20 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const Resolved r = resolve(d, Pass::kBackwardData, pass_algo(algo, Pass::kBackwardData),
                              *backend, cache_index(*backend, dy),
                              frozen_filter(weight), w, stream);
+  if (r.entry->measure_pending) {
+    at::Tensor tdx;
+    Workspace tws;
+    settle_by_measurement(
+        *r.entry, *backend, stream,
+        [&] {
+          if (!tdx.defined()) tdx = new_output(input_size, dy), tws = workspace_for(*r.entry->plan, dy);
+          engine_call(d, Pass::kBackwardData, [&] {
+            r.entry->plan->backward_data(dy.data_ptr(), w.data_ptr(), tdx.data_ptr(), tws.get(),
+                                         tws.bytes, stream);
+          });
+        },
+        [&] { aten_input_grad(dy, w, input_size, p); });
+  }
   if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
   at::Tensor dx = new_output(input_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);
@@ -537,6 +708,20 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   const Resolved r = resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter),
                              *backend, cache_index(*backend, dy),
                              at::Tensor(), at::Tensor(), stream);
+  if (r.entry->measure_pending) {
+    at::Tensor tdw;
+    Workspace tws;
+    settle_by_measurement(
+        *r.entry, *backend, stream,
+        [&] {
+          if (!tdw.defined()) tdw = new_output(weight_size, dy), tws = workspace_for(*r.entry->plan, dy);
+          engine_call(d, Pass::kBackwardFilter, [&] {
+            r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), tdw.data_ptr(), tws.get(),
+                                           tws.bytes, stream, 1.0f, 0.0f);
+          });
+        },
+        [&] { aten_weight_grad(dy, x, weight_size, p); });
+  }
   if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
   at::Tensor dw = new_output(weight_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);

@@ -70,6 +70,28 @@ std::size_t PlanCache::size() const {
   return lru_.size();
 }
 
+std::vector<std::string> PlanCache::describe() const {
+  std::vector<std::shared_ptr<PlanEntry>> entries;
+  std::vector<std::string> lines;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Item& item : lru_) {
+      const PlanKey& k = item.first;
+      lines.push_back(k.desc.to_string() + " pass=" + pass_name(k.pass) + " algo=" +
+                      algo_name(k.algo) + (k.filter ? " (kept filter)" : "") + ": ");
+      entries.push_back(item.second);
+    }
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    PlanEntry& e = *entries[i];
+    std::lock_guard<std::mutex> lock(e.mutex);
+    lines[i] += e.use_aten ? std::string("aten::convolution") : e.plan ? e.plan->describe() : "none";
+    if (e.measure_pending) lines[i] += " (to be measured at the next call)";
+    if (!e.choice.empty()) lines[i] += " [" + e.choice + "]";
+  }
+  return lines;
+}
+
 std::size_t PlanCache::max_size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return max_size_;

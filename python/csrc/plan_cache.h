@@ -3,11 +3,13 @@
 // the filter tensor's storage. Exposed to Python as fftconv.backends.plan_cache.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -48,9 +50,17 @@ struct FilterIdentity {
 
 /// One cached plan. `plan` is null when the work goes to aten::convolution instead (Auto ranked
 /// cuDNN first: PyTorch's own cuDNN settings and memory pool then apply).
+///
+/// Under Auto with torch.backends.cudnn.benchmark on, an entry whose engine algorithm and cuDNN
+/// are both in the running holds the engine's plan and is `measure_pending`: its first call with
+/// tensors times both on them (ops.cpp, settle_by_measurement) and sets `use_aten` for good.
+/// Until then `use_aten` is the estimate's choice. Both flags are read without the mutex.
 struct PlanEntry {
   std::unique_ptr<Plan> plan;
-  bool use_aten = false;
+  std::atomic<bool> use_aten{false};
+  std::atomic<bool> measure_pending{false};
+  /// How Auto chose between the engine and aten (describe()): the estimates, or the measurement.
+  std::string choice;  // written under `mutex`
 
   std::mutex mutex;  // guards the fields below
   /// Kept-filter plans: which tensor content the kept spectrum is of (empty: none yet).
@@ -72,6 +82,9 @@ class PlanCache {
 
   std::size_t size() const;
   std::size_t max_size() const;
+  /// One line per plan, most recently used first: the key, then what runs it (the plan's
+  /// describe(), or aten) and how Auto chose.
+  std::vector<std::string> describe() const;
   void set_max_size(std::size_t n);
   void clear();
 

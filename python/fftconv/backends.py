@@ -5,7 +5,16 @@ training steps' filter spectra.
 ``fftconv.backends.plan_cache[i]`` that of device ``i`` and ``plan_cache["cpu"]`` that of the host
 backend. Each is a bounded LRU (``max_size``, default 1024) of plans keyed by descriptor, pass,
 algorithm and, for frozen filters, the filter tensor; ``size`` is the number of plans in it and
-``clear()`` drops them all.
+``clear()`` drops them all; ``describe()`` says, per plan, what runs it and why.
+
+Under ``algo="auto"`` on CUDA, a plan chooses between the engine's best algorithm and PyTorch's
+own convolution (``aten::convolution``, cuDNN with PyTorch's settings) by estimate. With
+``torch.backends.cudnn.benchmark = True`` (as PyTorch's own algorithm search), a plan made while
+it is on and whose two estimates are within 16x of each other instead times both on its first
+call's tensors (two untimed calls each, then five alternating timed ones; the median decides)
+and runs the faster from then on. Where the estimate ranks aten first and the engine's plan
+would need more than 1 GiB of workspace, the estimate decides. Nothing is timed while a stream
+is being captured.
 
 ``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
 grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of
@@ -42,6 +51,12 @@ class PlanCache:
 
     def clear(self):
         _C._plan_cache_clear(self._index())
+
+    def describe(self):
+        """One line per plan, most recently used first: its descriptor, pass and algo, then what
+        runs it (the engine plan's description, or ``aten::convolution``) and, under Auto, how
+        it was chosen (the estimates, or the times measured on its first call)."""
+        return _C._plan_cache_describe(self._index())
 
     def __getitem__(self, device):
         if isinstance(device, str) and device == "cpu":

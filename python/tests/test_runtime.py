@@ -46,6 +46,82 @@ def test_plan_cache_indexing():
         cache[torch.device("meta")]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_plan_cache_describe(device):
+    c = cache_of(device)
+    c.clear()
+    x = torch.randn(1, 2, 24, 24, device=device)
+    fftconv.conv2d(x, torch.randn(2, 2, 9, 9, device=device), padding=4, algo="fft")
+    lines = c.describe()
+    assert len(lines) == 1
+    assert lines[0].startswith("n1c2h24w24k2r9s9p4x4u1x1d1x1g1f32 pass=fwd algo=fft: ")
+    assert "fft=" in lines[0]  # the engine plan's description
+    c.clear()
+    assert c.describe() == []
+
+
+def _pass_call(pass_, x, w, dy, padding):
+    """One call of a pass through the fftconv operators (algo auto), and its float64 reference."""
+    geo = ([1, 1], [padding, padding], [1, 1], 1, "auto")
+    if pass_ == "fwd":
+        return fftconv.conv2d(x, w, padding=padding), F.conv2d(x.double(), w.double(), padding=padding)
+    if pass_ == "dgrad":
+        return (torch.ops.fftconv.conv2d_input_grad(dy, w, list(x.shape), *geo),
+                torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), padding=padding))
+    return (torch.ops.fftconv.conv2d_weight_grad(dy, x, list(w.shape), *geo),
+            torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), padding=padding))
+
+
+@needs_cuda
+@pytest.mark.parametrize("pass_", ["fwd", "dgrad", "wgrad"])
+def test_auto_times_engine_and_aten_under_cudnn_benchmark(pass_):
+    # 7x7 on 64 channels: the engine's and cuDNN's estimates are within 2x of each other, so
+    # with cudnn.benchmark on the first call times both and the plan keeps the faster.
+    c = cache["cuda"]
+    x = torch.randn(8, 64, 56, 56, device="cuda")
+    w = torch.randn(64, 64, 7, 7, device="cuda")
+    dy = torch.randn(8, 64, 56, 56, device="cuda")
+    old = torch.backends.cudnn.benchmark
+    try:
+        for benchmark in (True, False):
+            c.clear()
+            torch.backends.cudnn.benchmark = benchmark
+            for _ in range(3):  # the first call settles the choice, the later ones run it
+                out, ref = _pass_call(pass_, x, w, dy, 3)
+                assert rel_l2(out, ref) <= TOL[torch.float32]
+            lines = c.describe()
+            assert len(lines) == 1, lines
+            assert f"pass={pass_} algo=auto" in lines[0]
+            assert "estimates:" in lines[0]
+            if benchmark:
+                assert "measured:" in lines[0] and "; chose " in lines[0], lines[0]
+                assert "to be measured" not in lines[0]
+            else:
+                assert "measured:" not in lines[0], lines[0]
+    finally:
+        torch.backends.cudnn.benchmark = old
+        c.clear()
+
+
+@needs_cuda
+def test_auto_does_not_time_far_apart_estimates():
+    # Depthwise 63x63: cuDNN's estimate is more than 16x the FFT's; nothing is timed.
+    c = cache["cuda"]
+    c.clear()
+    old = torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.benchmark = True
+        x = torch.randn(4, 16, 128, 128, device="cuda")
+        w = torch.randn(16, 1, 63, 63, device="cuda")
+        y = fftconv.conv2d(x, w, padding=31, groups=16)
+        assert rel_l2(y, F.conv2d(x.double(), w.double(), padding=31, groups=16)) <= TOL[torch.float32]
+        (line,) = c.describe()
+        assert "measured:" not in line and "aten" not in line, line
+    finally:
+        torch.backends.cudnn.benchmark = old
+        c.clear()
+
+
 # ---- frozen filters ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("device", DEVICES)
