@@ -41,8 +41,9 @@ On --device cpu the times are perf_counter times of synchronous calls and nothin
 (for smoke runs).
 
 Checked once per case, pass and dtype: each provider's result (step: y and the three gradients,
-the largest error of the four) against torch's computed on the fp32 inputs with TF32 off, as the
-relative L2 error rel_l2 (torch's own f32 result is that reference and has none). The fftconv
+the largest error of the four) against torch's computed on float64 copies of the inputs (--reference
+f64, the default; --reference f32: torch's on the fp32 inputs with TF32 off, whose own f32 result
+then shows none), as the relative L2 error rel_l2, torch's own included. The fftconv
 entry has speedup (torch median / fftconv median), speedup_tf32 (torch_tf32's) and
 paired_speedup (median of the per-round ratios).
 
@@ -209,12 +210,15 @@ def errors_against(out, ref):
     return {"rel_l2": max(parts.values()), **parts}
 
 
-def reference(shape, pass_, args0, torch_out):
-    """torch's result on the fp32 inputs with TF32 off (for f32: torch's own result)."""
-    if shape.dtype == "f32" and torch_out is not None:
+def reference(shape, pass_, args0, torch_out, kind="f64"):
+    """The result every provider is checked against: kind "f64", torch's on float64 copies of
+    the inputs; "f32", torch's on the fp32 inputs with TF32 off (for f32: torch's own result)."""
+    import torch
+    if kind == "f32" and shape.dtype == "f32" and torch_out is not None:
         return torch_out
-    fp32 = [t.detach().float().requires_grad_(t.requires_grad) for t in args0]
-    out = torch_fn(shape, pass_)(*fp32)
+    dtype = torch.float64 if kind == "f64" else torch.float32
+    copies = [t.detach().to(dtype).requires_grad_(t.requires_grad) for t in args0]
+    out = torch_fn(shape, pass_)(*copies)
     return out if pass_ != "step" else tuple(t.detach() for t in out)
 
 
@@ -443,7 +447,7 @@ def measure(torch, clock, runner, shape, pass_, providers, args):
             failed[p.name] = tb.failure_message(torch, e)
     errs = {}
     try:
-        ref = reference(shape, pass_, arg_sets[0], outs.get("torch"))
+        ref = reference(shape, pass_, arg_sets[0], outs.get("torch"), args.reference)
         for name, out in outs.items():
             if out is not ref:
                 errs[name] = errors_against(out, ref)
@@ -606,6 +610,10 @@ def parse_args(argv):
                     help="fwd with a fixed filter (requires_grad False: fftconv keeps its "
                          "spectrum) instead of a trained one")
     ap.add_argument("--seed", type=int, default=1, help="random seed of the inputs (default 1)")
+    ap.add_argument("--reference", choices=("f64", "f32"), default="f64",
+                    help="what rel_l2 is against: torch on float64 copies of the inputs "
+                         "(default), or torch in fp32 with TF32 off (faster on large rows; "
+                         "torch's own f32 result then shows no error)")
     args = ap.parse_args(argv)
     if "row" in args.dtypes and len(args.dtypes) > 1:
         ap.error("--dtypes row cannot be combined with other dtypes")
@@ -661,7 +669,7 @@ def main(argv=None):
     ctx.update(executable="bench/torch_ops.py", interleaved=True, cold_iters=args.cold_iters,
                cold_flush_bytes=FLUSH_BYTES if device.type == "cuda" else 0,
                host_calls=args.host_calls, host_batch=HOST_BATCH, host_budget_s=args.host_budget_s,
-               passes=args.passes, dtypes=args.dtypes, algo=args.algo,
+               passes=args.passes, dtypes=args.dtypes, algo=args.algo, reference=args.reference,
                fftconv_version=getattr(fftconv, "__version__", ""),
                fftconv_build=dict(getattr(fftconv.backends, "build_info", {})))
     notes = []

@@ -110,6 +110,13 @@ PyObject* spectra_enabled(PyObject*, PyObject* args) {
   return PyBool_FromLong(fftconv::torch_ext::training_spectra_enabled() ? 1 : 0);
 }
 
+PyObject* strict_fp32(PyObject*, PyObject* args) {
+  int on = -1;
+  if (!PyArg_ParseTuple(args, "|p", &on)) return nullptr;
+  if (on >= 0) fftconv::torch_ext::set_strict_fp32(on != 0);
+  return PyBool_FromLong(fftconv::torch_ext::strict_fp32() ? 1 : 0);
+}
+
 PyObject* build_info(PyObject*, PyObject*) {
   return Py_BuildValue("{s:O,s:O,s:O}", "cuda", FFTCONV_TORCH_CUDA ? Py_True : Py_False,
                        "host_fft", FFTCONV_TORCH_HOST_FFT ? Py_True : Py_False, "cudnn",
@@ -189,6 +196,8 @@ PyMethodDef methods[] = {
      "Sets the largest spectrum a forward call writes."},
     {"_filter_spectra_enabled", spectra_enabled, METH_VARARGS,
      "Whether training forward calls write filter spectra; with an argument, sets it."},
+    {"_strict_fp32", strict_fp32, METH_VARARGS,
+     "Whether Auto holds aten's fp32 results to 1e-5 under cudnn.benchmark; with an argument, sets it."},
     {"_build_info", build_info, METH_NOARGS, "What this build of the extension holds."},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -142,10 +144,26 @@ constexpr double kMeasureWithin = 16.0;
 // workspace is at most this (the workspace comes from PyTorch's caching allocator and stays
 // reserved there); a larger one keeps the estimate's choice.
 constexpr std::size_t kMeasureWorkspaceLimit = std::size_t{1} << 30;
+// fp32's promise, whatever runs: rel-L2 against float64 at most this. Under cudnn.benchmark,
+// PyTorch's cuDNN search may pick algorithms that miss it (5x5 backward filter on 64 to 512
+// channels: 1.5e-3 to 3.7e-3, data/results/h200/2026-12-04-measured), so aten's first fp32
+// result of such a plan is checked against float64 before aten is kept.
+constexpr double kFp32Tolerance = 1e-5;
+
+std::atomic<bool> g_strict_fp32{true};
 
 std::string estimate_text(const detail::RankedAlgo& own, const detail::RankedAlgo& cudnn) {
   return std::string("estimates: ") + algo_name(own.algo) + " " + detail::us_text(own.us) +
          ", cudnn " + detail::us_text(cudnn.us);
+}
+
+Options entry_options(Pass pass, Algo algo, Backend backend) {
+  Options o;
+  o.algo = algo;
+  o.pass = pass;
+  o.backend = backend;
+  o.check_pointers = false;  // torch has checked the tensors' devices
+  return o;
 }
 
 // `shared`: for a plan that keeps a frozen filter, the entry of the same problem without one
@@ -153,17 +171,22 @@ std::string estimate_text(const detail::RankedAlgo& own, const detail::RankedAlg
 std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, Backend backend,
                                        const PlanEntry* shared = nullptr) {
   auto e = std::make_shared<PlanEntry>();
-  Options o;
-  o.algo = algo;
-  o.pass = pass;
-  o.backend = backend;
-  o.check_pointers = false;  // torch has checked the tensors' devices
+  Options o = entry_options(pass, algo, backend);
   const bool auto_gpu = backend == Backend::kGpu && algo == Algo::kAuto;
   const bool auto_cpu = backend == Backend::kCpu && algo == Algo::kAuto;
   if (auto_cpu && small_for_host_fft(d)) {
     e->use_aten = true;
     return e;
   }
+  const bool benchmark = at::globalContext().benchmarkCuDNN();
+  // An aten plan settled at its first call: checked for fp32 under cudnn.benchmark.
+  auto aten_entry = [&](const std::string& why) {
+    e->use_aten = true;
+    e->plan.reset();
+    e->settle_pending = !shared && benchmark && d.dtype == DType::kF32 && strict_fp32();
+    e->choice += why;
+    return e;
+  };
   bool measure = false;
   bool cudnn_ranked = false;  // aten can run it (Auto's ranking has cuDNN)
   if (auto_gpu) {
@@ -181,122 +204,147 @@ std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, 
     const bool aten_first = !ranked.empty() && ranked.front().algo == Algo::kCudnn;
     cudnn_ranked = cudnn != nullptr;
     if (shared && shared->plan && !shared->use_aten && aten_first) {
-      // The plan without a kept filter was measured faster than aten: keep its algorithm.
+      // The plan without a kept filter was chosen over aten: keep its algorithm.
       o.algo = shared->plan->info().algo;
-      e->choice = "the algorithm measured for the same problem without a kept filter";
+      e->choice = "the algorithm chosen for the same problem without a kept filter";
     } else if (own && cudnn) {
       e->choice = estimate_text(*own, *cudnn);
-      measure = !shared && at::globalContext().benchmarkCuDNN() &&
+      measure = !shared && benchmark &&
                 std::max(own->us, cudnn->us) <= kMeasureWithin * std::min(own->us, cudnn->us);
-      if (aten_first && !measure) {
-        e->use_aten = true;
-        return e;
-      }
+      if (aten_first && !measure) return aten_entry("");
       if (measure) o.algo = own->algo;  // the engine's candidate, cuDNN left to aten
     } else if (aten_first) {
-      e->use_aten = true;
-      return e;
+      return aten_entry("");
     }
-    if (measure && aten_first) {
-      // The estimate's choice until measured; the engine's plan only if affordable.
-      e->use_aten = true;
-    }
+    // The estimate's choice until measured.
+    if (measure && aten_first) e->use_aten = true;
   }
   try {
     e->plan = std::make_unique<Plan>(d, o);
   } catch (const Error& err) {
     if (measure && cudnn_ranked) {  // the engine's candidate cannot be built: aten it is
-      e->use_aten = true;
-      e->choice += std::string("; the engine's plan failed: ") + err.what();
-      return e;
+      return aten_entry(std::string("; the engine's plan failed: ") + err.what());
     }
     TORCH_CHECK(false, "fftconv: cannot plan ", d.to_string(), " (", pass_name(pass), ", algo ",
                 algo_name(algo), "): ", err.what());
   }
   if (measure && e->use_aten && e->plan->workspace_size() > kMeasureWorkspaceLimit) {
-    e->choice += "; not measured: the engine's workspace exceeds 1 GiB";
-    e->plan.reset();
-    return e;
+    return aten_entry("; not timed: the engine's workspace exceeds 1 GiB");
   }
-  e->measure_pending = measure;
-  if (auto_gpu && e->plan->info().algo == Algo::kCudnn) {
-    e->plan.reset();
-    e->use_aten = true;
-  }
+  e->settle_pending = measure;
+  if (auto_gpu && e->plan->info().algo == Algo::kCudnn) return aten_entry("");
   return e;
 }
 
-// Times the two candidates of a measure_pending entry on the call's own tensors and settles
-// which one runs from now on. `engine` and `aten` each enqueue one call of the pass on `stream`
-// (the engine's into buffers it keeps between calls, so that its graph replay is what is timed).
-// Each runs twice untimed (the plan's first calls; aten's cuDNN search under cudnn.benchmark),
-// then kMeasureRounds times alternately between CUDA events; the median of each decides. An
-// engine candidate that runs out of memory loses. While the stream is being captured nothing is
-// timed and the estimate's choice runs.
-template <typename Engine, typename Aten>
-void settle_by_measurement(PlanEntry& e, Backend backend, cudaStream_t stream, Engine&& engine,
-                           Aten&& aten) {
+double rel_l2(const at::Tensor& a, const at::Tensor& ref) {
+  const double den = ref.norm().item<double>();
+  const double num = (a.to(at::kDouble) - ref).norm().item<double>();
+  return den > 0.0 ? num / den : (num > 0.0 ? INFINITY : 0.0);
+}
+
+// Settles a settle_pending entry at its first call, on the call's own tensors. `engine` and
+// `aten` each enqueue one call of the pass on `stream` and return its result (the engine's in
+// buffers it keeps between calls, so that its graph replay is what is timed); `reference` returns
+// the pass in float64 (through aten).
+//  - With an engine plan: each candidate runs twice untimed (the plan's first calls; aten's cuDNN
+//    search under cudnn.benchmark), then kMeasureRounds times alternately between CUDA events;
+//    the smaller median wins. An engine candidate that runs out of memory loses.
+//  - Where aten wins (or is the only candidate) on fp32 data, its result must be within
+//    kFp32Tolerance of float64; if not, the engine's plan runs (without one: the plan Auto builds
+//    within the engine, whose cuDNN path keeps to strict fp32 algorithms).
+// While the stream is being captured nothing runs here and the current choice stands.
+template <typename Engine, typename Aten, typename Reference>
+void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStream_t stream,
+            Engine&& engine, Aten&& aten, Reference&& reference) {
 #if FFTCONV_TORCH_CUDA
   std::lock_guard<std::mutex> lock(e.mutex);
-  if (!e.measure_pending || is_capturing(backend, stream)) return;
+  if (!e.settle_pending || is_capturing(backend, stream)) return;
   constexpr int kMeasureRounds = 5;
-  auto check = [](cudaError_t err) {
-    TORCH_CHECK(err == cudaSuccess, "fftconv: timing Auto's candidates: ", cudaGetErrorString(err));
-  };
-  std::array<cudaEvent_t, 4 * kMeasureRounds> ev{};
-  struct Events {
-    std::array<cudaEvent_t, 4 * kMeasureRounds>& ev;
-    ~Events() {
-      for (cudaEvent_t x : ev) {
-        if (x != nullptr) cudaEventDestroy(x);
-      }
-    }
-  } events{ev};
-  for (cudaEvent_t& x : ev) check(cudaEventCreate(&x));
-  std::array<float, kMeasureRounds> engine_ms{}, aten_ms{};
-  bool engine_ok = true;
-  try {
-    engine();
-    engine();
-  } catch (const c10::OutOfMemoryError&) {
-    engine_ok = false;
-  }
-  aten();
-  aten();
-  for (int i = 0; i < kMeasureRounds; ++i) {
-    cudaEvent_t* x = &ev[4 * i];
-    auto timed = [&](cudaEvent_t a, cudaEvent_t b, auto&& f) {
-      check(cudaEventRecord(a, stream));
-      f();
-      check(cudaEventRecord(b, stream));
+  at::Tensor aten_out;
+  bool use_aten = true;
+  std::string text;
+  if (e.plan) {
+    auto check = [](cudaError_t err) {
+      TORCH_CHECK(err == cudaSuccess, "fftconv: timing Auto's candidates: ", cudaGetErrorString(err));
     };
-    if (engine_ok && i % 2 == 0) timed(x[0], x[1], engine);
-    timed(x[2], x[3], aten);
-    if (engine_ok && i % 2 == 1) timed(x[0], x[1], engine);
+    std::array<cudaEvent_t, 4 * kMeasureRounds> ev{};
+    struct Events {
+      std::array<cudaEvent_t, 4 * kMeasureRounds>& ev;
+      ~Events() {
+        for (cudaEvent_t x : ev) {
+          if (x != nullptr) cudaEventDestroy(x);
+        }
+      }
+    } events{ev};
+    for (cudaEvent_t& x : ev) check(cudaEventCreate(&x));
+    std::array<float, kMeasureRounds> engine_ms{}, aten_ms{};
+    bool engine_ok = true;
+    try {
+      engine();
+      engine();
+    } catch (const c10::OutOfMemoryError&) {
+      engine_ok = false;
+    }
+    aten();
+    aten();
+    auto timed_engine = [&](cudaEvent_t* x) {
+      check(cudaEventRecord(x[0], stream));
+      engine();
+      check(cudaEventRecord(x[1], stream));
+    };
+    for (int i = 0; i < kMeasureRounds; ++i) {  // the order alternates round by round
+      cudaEvent_t* x = &ev[4 * i];
+      if (engine_ok && i % 2 == 0) timed_engine(x);
+      check(cudaEventRecord(x[2], stream));
+      aten_out = aten();
+      check(cudaEventRecord(x[3], stream));
+      if (engine_ok && i % 2 == 1) timed_engine(x);
+    }
+    check(cudaStreamSynchronize(stream));
+    for (int i = 0; i < kMeasureRounds; ++i) {
+      if (engine_ok) check(cudaEventElapsedTime(&engine_ms[i], ev[4 * i], ev[4 * i + 1]));
+      check(cudaEventElapsedTime(&aten_ms[i], ev[4 * i + 2], ev[4 * i + 3]));
+    }
+    std::sort(engine_ms.begin(), engine_ms.end());
+    std::sort(aten_ms.begin(), aten_ms.end());
+    const float engine_med = engine_ms[kMeasureRounds / 2], aten_med = aten_ms[kMeasureRounds / 2];
+    use_aten = !engine_ok || aten_med < engine_med;
+    char buf[160];
+    if (engine_ok) {
+      std::snprintf(buf, sizeof(buf), "measured: %s %.4f ms, aten %.4f ms (median of %d)",
+                    algo_name(e.plan->info().algo), engine_med, aten_med, kMeasureRounds);
+    } else {
+      std::snprintf(buf, sizeof(buf), "measured: %s ran out of memory, aten %.4f ms",
+                    algo_name(e.plan->info().algo), aten_med);
+    }
+    text = buf;
   }
-  check(cudaStreamSynchronize(stream));
-  for (int i = 0; i < kMeasureRounds; ++i) {
-    if (engine_ok) check(cudaEventElapsedTime(&engine_ms[i], ev[4 * i], ev[4 * i + 1]));
-    check(cudaEventElapsedTime(&aten_ms[i], ev[4 * i + 2], ev[4 * i + 3]));
+  if (use_aten && d.dtype == DType::kF32 && strict_fp32()) {
+    if (!aten_out.defined()) aten_out = aten();
+    const double err = rel_l2(aten_out, reference());
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "aten's fp32 result %.1e from float64 (rel-L2)", err);
+    text += std::string(text.empty() ? "" : "; ") + buf;
+    if (!(err <= kFp32Tolerance)) {
+      use_aten = false;
+      if (!e.plan) {
+        try {
+          e.plan = std::make_unique<Plan>(d, entry_options(pass, Algo::kAuto, backend));
+        } catch (const Error& err2) {
+          TORCH_CHECK(false, "fftconv: aten's fp32 result of ", d.to_string(), " (",
+                      pass_name(pass), ") is ", err, " from float64 and no engine plan can run it: ",
+                      err2.what());
+        }
+      }
+      text += std::string(", above ") + "1e-05: runs the engine's " + algo_name(e.plan->info().algo);
+    }
   }
-  std::sort(engine_ms.begin(), engine_ms.end());
-  std::sort(aten_ms.begin(), aten_ms.end());
-  const float engine_med = engine_ms[kMeasureRounds / 2], aten_med = aten_ms[kMeasureRounds / 2];
-  const bool use_aten = !engine_ok || aten_med < engine_med;
-  char text[160];
-  if (engine_ok) {
-    std::snprintf(text, sizeof(text), "measured: %s %.4f ms, aten %.4f ms (median of %d); chose %s",
-                  algo_name(e.plan->info().algo), engine_med, aten_med, kMeasureRounds,
-                  use_aten ? "aten" : "the engine");
-  } else {
-    std::snprintf(text, sizeof(text), "measured: %s ran out of memory, aten %.4f ms; chose aten",
-                  algo_name(e.plan->info().algo), aten_med);
-  }
+  text += use_aten ? "; chose aten" : "; chose the engine";
   e.choice += std::string(e.choice.empty() ? "" : "; ") + text;
   e.use_aten = use_aten;
-  e.measure_pending = false;
+  e.settle_pending = false;
 #else
-  (void)e, (void)backend, (void)stream, (void)engine, (void)aten;
+  (void)e, (void)d, (void)pass, (void)backend, (void)stream, (void)engine, (void)aten, (void)reference;
 #endif
 }
 
@@ -551,6 +599,9 @@ bool engine_takes(Backend backend, Algo algo) {
 
 }  // namespace
 
+bool strict_fp32() { return g_strict_fp32.load(std::memory_order_relaxed); }
+void set_strict_fp32(bool on) { g_strict_fp32.store(on, std::memory_order_relaxed); }
+
 // ---- kernels -----------------------------------------------------------------------------------
 
 at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
@@ -583,19 +634,25 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
   const Resolved r = resolve(d, Pass::kForward, algo, *backend, cache_index(*backend, x),
                              frozen_filter(weight), w, stream);
   const std::optional<at::Tensor> bo = b.defined() ? std::optional<at::Tensor>(b) : std::nullopt;
-  if (r.entry->measure_pending) {
+  if (r.entry->settle_pending) {
     at::Tensor ty;
     Workspace tws;
-    settle_by_measurement(
-        *r.entry, *backend, stream,
+    settle(
+        *r.entry, d, Pass::kForward, *backend, stream,
         [&] {
           if (!ty.defined()) ty = new_output(output_size(d), x), tws = workspace_for(*r.entry->plan, x);
           engine_call(d, Pass::kForward, [&] {
             r.entry->plan->forward(x.data_ptr(), w.data_ptr(), b.defined() ? b.data_ptr() : nullptr,
                                    ty.data_ptr(), tws.get(), tws.bytes, stream);
           });
+          return ty;
         },
-        [&] { aten_forward(x, w, bo, p); });
+        [&] { return aten_forward(x, w, bo, p); },
+        [&] {
+          const at::Tensor bd = b.defined() ? b.to(at::kDouble) : at::Tensor();
+          return aten_forward(x.to(at::kDouble), w.to(at::kDouble),
+                              bd.defined() ? std::optional<at::Tensor>(bd) : std::nullopt, p);
+        });
   }
   if (r.entry->use_aten) return aten_forward(x, w, bo, p);
   at::Tensor y = new_output(output_size(d), x);
@@ -646,19 +703,21 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const Resolved r = resolve(d, Pass::kBackwardData, pass_algo(algo, Pass::kBackwardData),
                              *backend, cache_index(*backend, dy),
                              frozen_filter(weight), w, stream);
-  if (r.entry->measure_pending) {
+  if (r.entry->settle_pending) {
     at::Tensor tdx;
     Workspace tws;
-    settle_by_measurement(
-        *r.entry, *backend, stream,
+    settle(
+        *r.entry, d, Pass::kBackwardData, *backend, stream,
         [&] {
           if (!tdx.defined()) tdx = new_output(input_size, dy), tws = workspace_for(*r.entry->plan, dy);
           engine_call(d, Pass::kBackwardData, [&] {
             r.entry->plan->backward_data(dy.data_ptr(), w.data_ptr(), tdx.data_ptr(), tws.get(),
                                          tws.bytes, stream);
           });
+          return tdx;
         },
-        [&] { aten_input_grad(dy, w, input_size, p); });
+        [&] { return aten_input_grad(dy, w, input_size, p); },
+        [&] { return aten_input_grad(dy.to(at::kDouble), w.to(at::kDouble), input_size, p); });
   }
   if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
   at::Tensor dx = new_output(input_size, dy);
@@ -708,19 +767,21 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   const Resolved r = resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter),
                              *backend, cache_index(*backend, dy),
                              at::Tensor(), at::Tensor(), stream);
-  if (r.entry->measure_pending) {
+  if (r.entry->settle_pending) {
     at::Tensor tdw;
     Workspace tws;
-    settle_by_measurement(
-        *r.entry, *backend, stream,
+    settle(
+        *r.entry, d, Pass::kBackwardFilter, *backend, stream,
         [&] {
           if (!tdw.defined()) tdw = new_output(weight_size, dy), tws = workspace_for(*r.entry->plan, dy);
           engine_call(d, Pass::kBackwardFilter, [&] {
             r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), tdw.data_ptr(), tws.get(),
                                            tws.bytes, stream, 1.0f, 0.0f);
           });
+          return tdw;
         },
-        [&] { aten_weight_grad(dy, x, weight_size, p); });
+        [&] { return aten_weight_grad(dy, x, weight_size, p); },
+        [&] { return aten_weight_grad(dy.to(at::kDouble), x.to(at::kDouble), weight_size, p); });
   }
   if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
   at::Tensor dw = new_output(weight_size, dy);

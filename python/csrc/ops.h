@@ -20,4 +20,10 @@ at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
                        at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
                        c10::string_view algo);
 
+/// fftconv.backends.strict_fp32: whether Auto checks aten's first fp32 result of a plan under
+/// cudnn.benchmark against float64 and runs the engine where it misses 1e-5 (default true).
+/// Read when a plan is made: fftconv.backends.plan_cache.clear() applies a change to old plans.
+bool strict_fp32();
+void set_strict_fp32(bool on);
+
 }  // namespace fftconv::torch_ext

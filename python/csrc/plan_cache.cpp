@@ -86,7 +86,7 @@ std::vector<std::string> PlanCache::describe() const {
     PlanEntry& e = *entries[i];
     std::lock_guard<std::mutex> lock(e.mutex);
     lines[i] += e.use_aten ? std::string("aten::convolution") : e.plan ? e.plan->describe() : "none";
-    if (e.measure_pending) lines[i] += " (to be measured at the next call)";
+    if (e.settle_pending) lines[i] += " (to be settled at the next call)";
     if (!e.choice.empty()) lines[i] += " [" + e.choice + "]";
   }
   return lines;

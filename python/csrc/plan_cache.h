@@ -51,14 +51,15 @@ struct FilterIdentity {
 /// One cached plan. `plan` is null when the work goes to aten::convolution instead (Auto ranked
 /// cuDNN first: PyTorch's own cuDNN settings and memory pool then apply).
 ///
-/// Under Auto with torch.backends.cudnn.benchmark on, an entry whose engine algorithm and cuDNN
-/// are both in the running holds the engine's plan and is `measure_pending`: its first call with
-/// tensors times both on them (ops.cpp, settle_by_measurement) and sets `use_aten` for good.
-/// Until then `use_aten` is the estimate's choice. Both flags are read without the mutex.
+/// Under Auto on CUDA with torch.backends.cudnn.benchmark on, an entry may be `settle_pending`:
+/// its first call with tensors settles what runs from then on (ops.cpp, settle): where the
+/// engine's best algorithm and cuDNN are both in the running it holds the engine's plan and times
+/// both; an fp32 aten choice is checked against float64. Until then `use_aten` is the estimate's
+/// choice. Both flags are read without the mutex.
 struct PlanEntry {
   std::unique_ptr<Plan> plan;
   std::atomic<bool> use_aten{false};
-  std::atomic<bool> measure_pending{false};
+  std::atomic<bool> settle_pending{false};
   /// How Auto chose between the engine and aten (describe()): the estimates, or the measurement.
   std::string choice;  // written under `mutex`
 

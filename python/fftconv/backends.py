@@ -16,6 +16,15 @@ and runs the faster from then on. Where the estimate ranks aten first and the en
 would need more than 1 GiB of workspace, the estimate decides. Nothing is timed while a stream
 is being captured.
 
+``fftconv.backends.strict_fp32`` (default ``True``): fp32 results stay within 1e-5 (rel-L2)
+of float64 whatever runs them. PyTorch's cuDNN search may pick algorithms that miss that
+(measured on the H200: some 3x3 and 5x5 weight gradients at 1.2e-5 to 3.7e-3), so under
+``cudnn.benchmark`` the first fp32 result a plan gets from aten is checked against a float64
+computation and, where it misses, the engine runs the plan instead (its FFT, or its own cuDNN
+path, which keeps to algorithms within fp32's tolerance), even where that is slower. ``False``:
+aten's results are taken as they are, for parity with F.conv2d's speed and results. Read when a
+plan is made; ``plan_cache.clear()`` applies a change to the plans made before.
+
 ``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
 grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of
 PyTorch's allocator held by the call's autograd node, and that node's backward-data call reads it
@@ -23,6 +32,9 @@ instead of transforming the weight again; it is freed with the node's saved tens
 ``filter_spectra.enabled = False`` turns this off, ``max_bytes`` (default 1 GiB) bounds the
 spectrum a call may write, and ``size`` and ``bytes`` say what is held now.
 """
+import sys
+import types
+
 import torch
 
 from . import _C
@@ -111,8 +123,22 @@ class FilterSpectra:
                 f"max_bytes={self.max_bytes}, enabled={self.enabled})")
 
 
+class _BackendsModule(types.ModuleType):
+    """This module, with ``strict_fp32`` as a property (as torch.backends' switches)."""
+
+    @property
+    def strict_fp32(self):
+        return _C._strict_fp32()
+
+    @strict_fp32.setter
+    def strict_fp32(self, on):
+        _C._strict_fp32(bool(on))
+
+
 plan_cache = PlanCache(None)
 filter_spectra = FilterSpectra()
 
 build_info = _C._build_info()
 """What this build holds: {'cuda': bool, 'host_fft': bool, 'cudnn': bool}."""
+
+sys.modules[__name__].__class__ = _BackendsModule

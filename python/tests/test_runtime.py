@@ -79,7 +79,8 @@ def test_auto_times_engine_and_aten_under_cudnn_benchmark(pass_):
     # with cudnn.benchmark on the first call times both and the plan keeps the faster.
     c = cache["cuda"]
     x = torch.randn(8, 64, 56, 56, device="cuda")
-    w = torch.randn(64, 64, 7, 7, device="cuda")
+    # A trained filter (requires grad): no kept-filter plan besides the measured one.
+    w = torch.randn(64, 64, 7, 7, device="cuda", requires_grad=True)
     dy = torch.randn(8, 64, 56, 56, device="cuda")
     old = torch.backends.cudnn.benchmark
     try:
@@ -95,12 +96,55 @@ def test_auto_times_engine_and_aten_under_cudnn_benchmark(pass_):
             assert "estimates:" in lines[0]
             if benchmark:
                 assert "measured:" in lines[0] and "; chose " in lines[0], lines[0]
-                assert "to be measured" not in lines[0]
+                assert "to be settled" not in lines[0]
             else:
                 assert "measured:" not in lines[0], lines[0]
     finally:
         torch.backends.cudnn.benchmark = old
         c.clear()
+
+
+@needs_cuda
+def test_auto_fp32_stays_within_tolerance_whatever_cudnn_benchmark_picks():
+    # 5x5 backward filter on 64 channels: the algorithm cudnn.benchmark picked for PyTorch's own
+    # fp32 weight gradient was 2e-3 from float64 on the H200. Auto checks aten's first fp32
+    # result of a plan against float64 and runs the engine where it misses 1e-5.
+    c = cache["cuda"]
+    c.clear()
+    x = torch.randn(8, 64, 56, 56, device="cuda")
+    dy = torch.randn(8, 64, 56, 56, device="cuda")
+    ref = torch.nn.grad.conv2d_weight(x.double(), [64, 64, 5, 5], dy.double(), padding=2)
+    old = torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.benchmark = True
+        for _ in range(3):
+            dw = torch.ops.fftconv.conv2d_weight_grad(dy, x, [64, 64, 5, 5], [1, 1], [2, 2],
+                                                       [1, 1], 1, "auto")
+            assert rel_l2(dw, ref) <= TOL[torch.float32]
+        (line,) = c.describe()
+        # aten timed faster: its result was checked; else the engine won on time.
+        assert ("aten's fp32 result" in line) or ("chose the engine" in line), line
+        # strict_fp32 off: aten's results are taken as they are (nothing checked).
+        c.clear()
+        fftconv.backends.strict_fp32 = False
+        torch.ops.fftconv.conv2d_weight_grad(dy, x, [64, 64, 5, 5], [1, 1], [2, 2], [1, 1], 1,
+                                             "auto")
+        (line,) = c.describe()
+        assert "aten's fp32 result" not in line and "measured:" in line, line
+    finally:
+        fftconv.backends.strict_fp32 = True
+        torch.backends.cudnn.benchmark = old
+        c.clear()
+
+
+def test_strict_fp32_switch():
+    assert fftconv.backends.strict_fp32 is True
+    try:
+        fftconv.backends.strict_fp32 = False
+        assert fftconv.backends.strict_fp32 is False
+    finally:
+        fftconv.backends.strict_fp32 = True
+    assert fftconv.backends.strict_fp32 is True
 
 
 @needs_cuda

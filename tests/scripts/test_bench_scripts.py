@@ -579,8 +579,35 @@ class ParityTest(unittest.TestCase):
             self.assertEqual(p["errors"][0]["message"], "out of memory")
             self.assertEqual(p["summary"]["worst"]["name"], "b")
             with open(md) as f:
-                self.assertIn("| a | fwd | f32 | 1.0000 | 2.0000 | 0.500 | 0.800 | 1.0e-07 |",
+                self.assertIn("| a | fwd | f32 | 1.0000 | 2.0000 | 0.500 | 0.800 | 1.0e-07 | - |",
                               f.read())
+
+    def test_fp32_accuracy_gates(self):
+        e = self.entry
+        with tempfile.TemporaryDirectory() as d:
+            path = self.write(d, "a.json", [
+                e("a", "wgrad", "f32", "fftconv", 1.0, rel=3e-7),
+                e("a", "wgrad", "f32", "torch", 1.0, rel=2e-3),  # torch's own error: reported
+                e("b", "fwd", "f16", "fftconv", 1.0, rel=2e-4),  # not fp32: not gated
+                e("b", "fwd", "f16", "torch", 1.0, rel=2e-4),
+            ])
+            out = os.path.join(d, "parity.json")
+            r = run(PARITY, path, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("F.conv2d's own fp32 rel-L2 above 1e-05: a wgrad 2.00e-03", r.stdout)
+            with open(out) as f:
+                p = json.load(f)
+            self.assertEqual(p["summary"]["fp32_above_tolerance"], [])
+            self.assertEqual(p["summary"]["torch_fp32_above_tolerance"], ["a/wgrad"])
+            self.assertEqual(p["entries"][0]["torch_rel_err"], 2e-3)
+            path = self.write(d, "b.json", [
+                e("a", "wgrad", "f32", "fftconv", 1.0, rel=2e-5),
+                e("a", "wgrad", "f32", "torch", 1.0, rel=1e-7),
+            ])
+            r = run(PARITY, path, "--out", out)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("fp32 rel-L2 above 1e-05: a wgrad 2.00e-05", r.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
