@@ -152,6 +152,38 @@ TEST(Fused, AutoFollowsTheMeasuredWinner) {
   }
 }
 
+// auto_ranking (the PyTorch operators weigh the engine's best own algorithm against cuDNN's
+// estimate with it): every GPU entry that can implement the pass, cheapest first, each once,
+// with auto_first_choice its head and cuDNN among them for a plain convolution.
+TEST(Registry, AutoRankingIsSortedAndHeadedByTheFirstChoice) {
+  Options o;
+  o.backend = Backend::kGpu;
+  for (Pass p : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+    o.pass = p;
+    for (const char* s : {"n8c64h56w56k64r7s7p3x3u1x1d1x1g1f32", "n8c64h56w56k64r5s5p2x2u1x1d1x1g1f16",
+                          "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
+                          "n1c512h256w256k512r3s3p1x1u1x1d1x1g4f32"}) {
+      const ConvDesc d = ConvDesc::parse(s);
+      const std::vector<detail::RankedAlgo> r = detail::auto_ranking(d, o);
+      ASSERT_FALSE(r.empty()) << s;
+      EXPECT_EQ(r.front().algo, detail::auto_first_choice(d, o)) << s << " " << pass_name(p);
+      std::set<Algo> seen;
+      bool cudnn = false;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        EXPECT_TRUE(seen.insert(r[i].algo).second) << s << ": " << algo_name(r[i].algo) << " twice";
+        EXPECT_GT(r[i].us, 0.0) << s;
+        if (i > 0) EXPECT_LE(r[i - 1].us, r[i].us) << s << " " << pass_name(p);
+        cudnn = cudnn || r[i].algo == Algo::kCudnn;
+        EXPECT_NE(r[i].algo, Algo::kSeparable) << s;  // kept low-rank filters only
+      }
+      EXPECT_TRUE(cudnn || cudnn_algo_names(p).empty()) << s << " " << pass_name(p);  // built with cuDNN
+      if (p != Pass::kForward) {
+        for (const detail::RankedAlgo& x : r) EXPECT_NE(x.algo, Algo::kFftTiled) << s;
+      }
+    }
+  }
+}
+
 // Forced only (Auto weighs it at set_filter, when the filter's rank is known); forward and
 // backward data; a tile that fits in shared memory.
 TEST(Separable, Eligibility) {
