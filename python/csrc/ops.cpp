@@ -169,7 +169,7 @@ Options entry_options(Pass pass, Algo algo, Backend backend) {
 // `shared`: for a plan that keeps a frozen filter, the entry of the same problem without one
 // (its measured choice, if any, carries over); null otherwise.
 std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, Backend backend,
-                                       const PlanEntry* shared = nullptr) {
+                                       PlanEntry* shared = nullptr) {
   auto e = std::make_shared<PlanEntry>();
   Options o = entry_options(pass, algo, backend);
   const bool auto_gpu = backend == Backend::kGpu && algo == Algo::kAuto;
@@ -179,14 +179,19 @@ std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, 
     return e;
   }
   const bool benchmark = at::globalContext().benchmarkCuDNN();
-  // An aten plan settled at its first call: checked for fp32 under cudnn.benchmark.
+  // Whether aten's fp32 results of this plan are held to kFp32Tolerance: strict_fp32 on, and
+  // cuDNN's TF32 off (a user who allows TF32 convolutions has chosen their precision).
+  e->check_fp32 = !shared && benchmark && d.dtype == DType::kF32 && strict_fp32() &&
+                  !at::globalContext().allowTF32CuDNN();
+  // An aten plan, settled at its first call where its fp32 results are checked.
   auto aten_entry = [&](const std::string& why) {
     e->use_aten = true;
     e->plan.reset();
-    e->settle_pending = !shared && benchmark && d.dtype == DType::kF32 && strict_fp32();
+    e->settle_pending = e->check_fp32;
     e->choice += why;
     return e;
   };
+  bool inherited_cudnn = false;  // the engine's own cuDNN path, chosen for the shared entry
   bool measure = false;
   bool cudnn_ranked = false;  // aten can run it (Auto's ranking has cuDNN)
   if (auto_gpu) {
@@ -203,9 +208,21 @@ std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, 
     }
     const bool aten_first = !ranked.empty() && ranked.front().algo == Algo::kCudnn;
     cudnn_ranked = cudnn != nullptr;
-    if (shared && shared->plan && !shared->use_aten && aten_first) {
-      // The plan without a kept filter was chosen over aten: keep its algorithm.
-      o.algo = shared->plan->info().algo;
+    // The algorithm the plan without a kept filter settled on, where it was chosen over aten
+    // (measured faster, or aten's fp32 result missed the tolerance); read under its mutex, which
+    // settle() holds while it decides.
+    std::optional<Algo> shared_algo;
+    if (shared && aten_first) {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      if (shared->plan && !shared->use_aten && !shared->settle_pending) {
+        shared_algo = shared->plan->info().algo;
+      }
+    }
+    if (shared_algo) {
+      // Keep it. The engine's own cuDNN path is what Auto builds within the engine here (with
+      // the kept low-rank check); another algorithm is forced.
+      inherited_cudnn = *shared_algo == Algo::kCudnn;
+      if (!inherited_cudnn) o.algo = *shared_algo;
       e->choice = "the algorithm chosen for the same problem without a kept filter";
     } else if (own && cudnn) {
       e->choice = estimate_text(*own, *cudnn);
@@ -232,7 +249,7 @@ std::shared_ptr<PlanEntry> build_entry(const ConvDesc& d, Pass pass, Algo algo, 
     return aten_entry("; not timed: the engine's workspace exceeds 1 GiB");
   }
   e->settle_pending = measure;
-  if (auto_gpu && e->plan->info().algo == Algo::kCudnn) return aten_entry("");
+  if (auto_gpu && !inherited_cudnn && e->plan->info().algo == Algo::kCudnn) return aten_entry("");
   return e;
 }
 
@@ -252,7 +269,13 @@ double rel_l2(const at::Tensor& a, const at::Tensor& ref) {
 //  - Where aten wins (or is the only candidate) on fp32 data, its result must be within
 //    kFp32Tolerance of float64; if not, the engine's plan runs (without one: the plan Auto builds
 //    within the engine, whose cuDNN path keeps to strict fp32 algorithms).
-// While the stream is being captured nothing runs here and the current choice stands.
+// While the stream is being captured nothing runs here and the current choice stands (settle
+// waits for the stream: a capture in cudaStreamCaptureModeGlobal on another thread at that
+// moment fails, as it would with any synchronising call). An engine candidate that fails in any
+// way loses; a check that cannot run (e.g. no memory for the float64 copies) is reported in
+// describe() and aten stays; either way the entry is settled. Errors of aten itself propagate.
+// The engine's timed calls replay the graph its second call captured (same buffers), as calls
+// do in steady state where the caching allocator hands the same blocks back.
 template <typename Engine, typename Aten, typename Reference>
 void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStream_t stream,
             Engine&& engine, Aten&& aten, Reference&& reference) {
@@ -279,11 +302,13 @@ void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStr
     for (cudaEvent_t& x : ev) check(cudaEventCreate(&x));
     std::array<float, kMeasureRounds> engine_ms{}, aten_ms{};
     bool engine_ok = true;
+    std::string engine_error;
     try {
       engine();
       engine();
-    } catch (const c10::OutOfMemoryError&) {
+    } catch (const c10::Error& err) {  // fftconv::Error reaches here as c10::Error (engine_call)
       engine_ok = false;
+      engine_error = err.what_without_backtrace();
     }
     aten();
     aten();
@@ -314,14 +339,27 @@ void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStr
       std::snprintf(buf, sizeof(buf), "measured: %s %.4f ms, aten %.4f ms (median of %d)",
                     algo_name(e.plan->info().algo), engine_med, aten_med, kMeasureRounds);
     } else {
-      std::snprintf(buf, sizeof(buf), "measured: %s ran out of memory, aten %.4f ms",
-                    algo_name(e.plan->info().algo), aten_med);
+      std::snprintf(buf, sizeof(buf), "measured: aten %.4f ms; %s failed: ", aten_med,
+                    algo_name(e.plan->info().algo));
     }
-    text = buf;
+    text = buf + engine_error.substr(0, 200);
+    // No call runs the plan while the entry is pending (aten runs during a capture), so the
+    // failed plan can go.
+    if (!engine_ok) e.plan.reset();
   }
-  if (use_aten && d.dtype == DType::kF32 && strict_fp32()) {
+  if (use_aten && e.check_fp32) {
     if (!aten_out.defined()) aten_out = aten();
-    const double err = rel_l2(aten_out, reference());
+    double err = 0.0;
+    try {
+      err = rel_l2(aten_out, reference());
+    } catch (const c10::Error& ex) {
+      e.choice += std::string(e.choice.empty() ? "" : "; ") + text +
+                  (text.empty() ? "" : "; ") + "aten's fp32 result not checked: " +
+                  std::string(ex.what_without_backtrace()).substr(0, 200) + "; chose aten";
+      e.use_aten = true;
+      e.settle_pending = false;
+      return;
+    }
     char buf[160];
     std::snprintf(buf, sizeof(buf), "aten's fp32 result %.1e from float64 (rel-L2)", err);
     text += std::string(text.empty() ? "" : "; ") + buf;
@@ -654,7 +692,8 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
                               bd.defined() ? std::optional<at::Tensor>(bd) : std::nullopt, p);
         });
   }
-  if (r.entry->use_aten) return aten_forward(x, w, bo, p);
+  // Still pending: the stream is being captured (settle timed nothing); aten runs meanwhile.
+  if (r.entry->use_aten || r.entry->settle_pending) return aten_forward(x, w, bo, p);
   at::Tensor y = new_output(output_size(d), x);
   const Workspace ws = workspace_for(*r.entry->plan, x);
   engine_call(d, Pass::kForward, [&] {
@@ -719,7 +758,7 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
         [&] { return aten_input_grad(dy, w, input_size, p); },
         [&] { return aten_input_grad(dy.to(at::kDouble), w.to(at::kDouble), input_size, p); });
   }
-  if (r.entry->use_aten) return aten_input_grad(dy, w, input_size, p);
+  if (r.entry->use_aten || r.entry->settle_pending) return aten_input_grad(dy, w, input_size, p);
   at::Tensor dx = new_output(input_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardData, [&] {
@@ -783,7 +822,7 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
         [&] { return aten_weight_grad(dy, x, weight_size, p); },
         [&] { return aten_weight_grad(dy.to(at::kDouble), x.to(at::kDouble), weight_size, p); });
   }
-  if (r.entry->use_aten) return aten_weight_grad(dy, x, weight_size, p);
+  if (r.entry->use_aten || r.entry->settle_pending) return aten_weight_grad(dy, x, weight_size, p);
   at::Tensor dw = new_output(weight_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardFilter, [&] {

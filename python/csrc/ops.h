@@ -21,7 +21,8 @@ at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
                        c10::string_view algo);
 
 /// fftconv.backends.strict_fp32: whether Auto checks aten's first fp32 result of a plan under
-/// cudnn.benchmark against float64 and runs the engine where it misses 1e-5 (default true).
+/// cudnn.benchmark (cuDNN's TF32 off) against float64 and runs the engine where it misses 1e-5
+/// (default true).
 /// Read when a plan is made: fftconv.backends.plan_cache.clear() applies a change to old plans.
 bool strict_fp32();
 void set_strict_fp32(bool on);

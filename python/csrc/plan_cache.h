@@ -55,11 +55,16 @@ struct FilterIdentity {
 /// its first call with tensors settles what runs from then on (ops.cpp, settle): where the
 /// engine's best algorithm and cuDNN are both in the running it holds the engine's plan and times
 /// both; an fp32 aten choice is checked against float64. Until then `use_aten` is the estimate's
-/// choice. Both flags are read without the mutex.
+/// choice; while an entry is pending, calls that skip settling (a stream being captured) run aten,
+/// so `plan` changes only under the mutex with no call using it. Both flags are read without the
+/// mutex.
 struct PlanEntry {
   std::unique_ptr<Plan> plan;
   std::atomic<bool> use_aten{false};
   std::atomic<bool> settle_pending{false};
+  /// Whether settle() holds aten's fp32 results to the tolerance (decided when the entry is
+  /// made: fp32, cudnn.benchmark and strict_fp32 on, cuDNN's TF32 off).
+  bool check_fp32 = false;
   /// How Auto chose between the engine and aten (describe()): the estimates, or the measurement.
   std::string choice;  // written under `mutex`
 

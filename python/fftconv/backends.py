@@ -22,8 +22,10 @@ of float64 whatever runs them. PyTorch's cuDNN search may pick algorithms that m
 ``cudnn.benchmark`` the first fp32 result a plan gets from aten is checked against a float64
 computation and, where it misses, the engine runs the plan instead (its FFT, or its own cuDNN
 path, which keeps to algorithms within fp32's tolerance), even where that is slower. ``False``:
-aten's results are taken as they are, for parity with F.conv2d's speed and results. Read when a
-plan is made; ``plan_cache.clear()`` applies a change to the plans made before.
+aten's results are taken as they are, for parity with F.conv2d's speed and results; so they are
+while ``torch.backends.cudnn.allow_tf32`` is on (PyTorch's default: the user chose TF32 for
+cuDNN's convolutions). Read when a plan is made; ``plan_cache.clear()`` applies a change to the
+plans made before.
 
 ``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
 grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of

@@ -538,10 +538,11 @@ class ParityTest(unittest.TestCase):
             e.update(error_occurred=True, error_message=error)
         return e
 
-    def write(self, d, name, entries):
+    def write(self, d, name, entries, reference=None):
         path = os.path.join(d, name)
         with open(path, "w") as f:
-            json.dump({"context": {}, "benchmarks": entries}, f)
+            json.dump({"context": {} if reference is None else {"reference": reference},
+                       "benchmarks": entries}, f)
         return path
 
     def test_ratios_limit_and_replacement(self):
@@ -590,7 +591,7 @@ class ParityTest(unittest.TestCase):
                 e("a", "wgrad", "f32", "torch", 1.0, rel=2e-3),  # torch's own error: reported
                 e("b", "fwd", "f16", "fftconv", 1.0, rel=2e-4),  # not fp32: not gated
                 e("b", "fwd", "f16", "torch", 1.0, rel=2e-4),
-            ])
+            ], reference="f64")
             out = os.path.join(d, "parity.json")
             r = run(PARITY, path, "--out", out)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -600,13 +601,16 @@ class ParityTest(unittest.TestCase):
             self.assertEqual(p["summary"]["fp32_above_tolerance"], [])
             self.assertEqual(p["summary"]["torch_fp32_above_tolerance"], ["a/wgrad"])
             self.assertEqual(p["entries"][0]["torch_rel_err"], 2e-3)
-            path = self.write(d, "b.json", [
-                e("a", "wgrad", "f32", "fftconv", 1.0, rel=2e-5),
-                e("a", "wgrad", "f32", "torch", 1.0, rel=1e-7),
-            ])
-            r = run(PARITY, path, "--out", out)
+            entries = [e("a", "wgrad", "f32", "fftconv", 1.0, rel=2e-5),
+                       e("a", "wgrad", "f32", "torch", 1.0, rel=1e-7)]
+            r = run(PARITY, self.write(d, "b.json", entries, reference="f64"), "--out", out)
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertIn("fp32 rel-L2 above 1e-05: a wgrad 2.00e-05", r.stdout)
+            # Against an fp32 reference (older files) an error is not fftconv's alone: no gate.
+            r = run(PARITY, self.write(d, "c.json", entries), "--out", out)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(out) as f:
+                self.assertEqual(json.load(f)["entries"][0]["reference"], "f32")
 
 
 if __name__ == "__main__":
