@@ -40,10 +40,16 @@ def _depthwise_kernel(kernel, channels):
 
 def _filter(input, weight, border_type, padding, kh, kw):
     b, c, h, w = input.shape
+    zero_pad = [0, 0]
     if padding == "same":
-        input = F.pad(input, _same_padding(kh, kw), mode=border_type)
+        left, right, top, bottom = _same_padding(kh, kw)
+        if border_type == "constant" and left == right and top == bottom:
+            zero_pad = [top, left]  # zeros: the convolution pads them on load, no padded copy
+        else:
+            input = F.pad(input, [left, right, top, bottom], mode=border_type)
     groups = weight.shape[0]
-    out = conv2d(input.reshape(-1, groups, input.shape[-2], input.shape[-1]), weight, groups=groups)
+    out = conv2d(input.reshape(-1, groups, input.shape[-2], input.shape[-1]), weight,
+                 padding=zero_pad, groups=groups)
     return out.reshape(b, c, out.shape[-2], out.shape[-1])
 
 
