@@ -72,91 +72,90 @@ def _pass_call(pass_, x, w, dy, padding):
             torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), padding=padding))
 
 
+@pytest.fixture
+def cuda_auto():
+    """The CUDA plan cache, emptied before and after; cudnn.benchmark, cuDNN's TF32 and
+    strict_fp32 restored after the test."""
+    c = cache["cuda"]
+    c.clear()
+    old = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
+           fftconv.backends.strict_fp32)
+    try:
+        yield c
+    finally:
+        (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
+         fftconv.backends.strict_fp32) = old
+        c.clear()
+
+
+def _wgrad_5x5(dy, x):
+    """The weight gradient of a 64 -> 64 5x5 convolution (padding 2) under Auto."""
+    return torch.ops.fftconv.conv2d_weight_grad(dy, x, [64, 64, 5, 5], [1, 1], [2, 2], [1, 1], 1,
+                                                "auto")
+
+
 @needs_cuda
 @pytest.mark.parametrize("pass_", ["fwd", "dgrad", "wgrad"])
-def test_auto_times_engine_and_aten_under_cudnn_benchmark(pass_):
+def test_auto_times_engine_and_aten_under_cudnn_benchmark(pass_, cuda_auto):
     # 7x7 on 64 channels: the engine's and cuDNN's estimates are within 2x of each other, so
     # with cudnn.benchmark on the first call times both and the plan keeps the faster.
-    c = cache["cuda"]
+    c = cuda_auto
     x = torch.randn(8, 64, 56, 56, device="cuda")
     # A trained filter (requires grad): no kept-filter plan besides the measured one.
     w = torch.randn(64, 64, 7, 7, device="cuda", requires_grad=True)
     dy = torch.randn(8, 64, 56, 56, device="cuda")
-    old = torch.backends.cudnn.benchmark
-    try:
-        for benchmark in (True, False):
-            c.clear()
-            torch.backends.cudnn.benchmark = benchmark
-            for _ in range(3):  # the first call settles the choice, the later ones run it
-                out, ref = _pass_call(pass_, x, w, dy, 3)
-                assert rel_l2(out, ref) <= TOL[torch.float32]
-            lines = c.describe()
-            assert len(lines) == 1, lines
-            assert f"pass={pass_} algo=auto" in lines[0]
-            assert "estimates:" in lines[0]
-            if benchmark:
-                if "measured:" not in lines[0]:
-                    pytest.skip(f"this GPU's estimates are not within 16x here: {lines[0]}")
-                assert "; chose " in lines[0], lines[0]
-                assert "to be settled" not in lines[0]
-            else:
-                assert "measured:" not in lines[0], lines[0]
-    finally:
-        torch.backends.cudnn.benchmark = old
+    for benchmark in (True, False):
         c.clear()
+        torch.backends.cudnn.benchmark = benchmark
+        for _ in range(3):  # the first call settles the choice, the later ones run it
+            out, ref = _pass_call(pass_, x, w, dy, 3)
+            assert rel_l2(out, ref) <= TOL[torch.float32]
+        lines = c.describe()
+        assert len(lines) == 1, lines
+        assert f"pass={pass_} algo=auto" in lines[0]
+        assert "estimates:" in lines[0]
+        if benchmark:
+            if "measured:" not in lines[0]:
+                pytest.skip(f"this GPU's estimates are not within 16x here: {lines[0]}")
+            assert "; chose " in lines[0], lines[0]
+            assert "to be settled" not in lines[0]
+        else:
+            assert "measured:" not in lines[0], lines[0]
 
 
 @needs_cuda
-def test_auto_fp32_stays_within_tolerance_whatever_cudnn_benchmark_picks():
+def test_auto_fp32_stays_within_tolerance_whatever_cudnn_benchmark_picks(cuda_auto):
     # 5x5 backward filter on 64 channels: the algorithm cudnn.benchmark picked for PyTorch's own
     # fp32 weight gradient was 2e-3 from float64 on the H200. Auto checks aten's first fp32
     # result of a plan against float64 and runs the engine where it misses 1e-5.
-    c = cache["cuda"]
-    c.clear()
+    c = cuda_auto
     x = torch.randn(8, 64, 56, 56, device="cuda")
     dy = torch.randn(8, 64, 56, 56, device="cuda")
     ref = torch.nn.grad.conv2d_weight(x.double(), [64, 64, 5, 5], dy.double(), padding=2)
-    old = torch.backends.cudnn.benchmark
-    try:
-        torch.backends.cudnn.benchmark = True
-        for _ in range(3):
-            dw = torch.ops.fftconv.conv2d_weight_grad(dy, x, [64, 64, 5, 5], [1, 1], [2, 2],
-                                                       [1, 1], 1, "auto")
-            assert rel_l2(dw, ref) <= TOL[torch.float32]
-        (line,) = c.describe()
-        # aten timed faster: its result was checked; else the engine won on time.
-        assert ("aten's fp32 result" in line) or ("chose the engine" in line), line
-        # strict_fp32 off: aten's results are taken as they are (nothing checked).
-        c.clear()
-        fftconv.backends.strict_fp32 = False
-        torch.ops.fftconv.conv2d_weight_grad(dy, x, [64, 64, 5, 5], [1, 1], [2, 2], [1, 1], 1,
-                                             "auto")
-        (line,) = c.describe()
-        assert "aten's fp32 result" not in line, line
-    finally:
-        fftconv.backends.strict_fp32 = True
-        torch.backends.cudnn.benchmark = old
-        c.clear()
+    torch.backends.cudnn.benchmark = True
+    for _ in range(3):
+        assert rel_l2(_wgrad_5x5(dy, x), ref) <= TOL[torch.float32]
+    (line,) = c.describe()
+    # aten timed faster: its result was checked; else the engine won on time.
+    assert ("aten's fp32 result" in line) or ("chose the engine" in line), line
+    # strict_fp32 off: aten's results are taken as they are (nothing checked).
+    c.clear()
+    fftconv.backends.strict_fp32 = False
+    _wgrad_5x5(dy, x)
+    (line,) = c.describe()
+    assert "aten's fp32 result" not in line, line
 
 
 @needs_cuda
-def test_auto_does_not_check_fp32_when_cudnn_tf32_is_allowed():
+def test_auto_does_not_check_fp32_when_cudnn_tf32_is_allowed(cuda_auto):
     # The user chose TF32 for cuDNN's convolutions: aten's fp32 results are taken as they are.
-    c = cache["cuda"]
-    c.clear()
-    old = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
-    try:
-        torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = True
-        x = torch.randn(8, 64, 56, 56, device="cuda")
-        dy = torch.randn(8, 64, 56, 56, device="cuda")
-        torch.ops.fftconv.conv2d_weight_grad(dy, x, [64, 64, 5, 5], [1, 1], [2, 2], [1, 1], 1,
-                                             "auto")
-        (line,) = c.describe()
-        assert "aten's fp32 result" not in line, line
-    finally:
-        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = old
-        c.clear()
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+    x = torch.randn(8, 64, 56, 56, device="cuda")
+    dy = torch.randn(8, 64, 56, 56, device="cuda")
+    _wgrad_5x5(dy, x)
+    (line,) = cuda_auto.describe()
+    assert "aten's fp32 result" not in line, line
 
 
 def test_strict_fp32_switch():
@@ -170,24 +169,17 @@ def test_strict_fp32_switch():
 
 
 @needs_cuda
-def test_auto_does_not_time_far_apart_estimates():
+def test_auto_does_not_time_far_apart_estimates(cuda_auto):
     # Depthwise 63x63: cuDNN's estimate is more than 16x the FFT's; nothing is timed.
-    c = cache["cuda"]
-    c.clear()
-    old = torch.backends.cudnn.benchmark
-    try:
-        torch.backends.cudnn.benchmark = True
-        x = torch.randn(4, 16, 128, 128, device="cuda")
-        w = torch.randn(16, 1, 63, 63, device="cuda")
-        y = fftconv.conv2d(x, w, padding=31, groups=16)
-        assert rel_l2(y, F.conv2d(x.double(), w.double(), padding=31, groups=16)) <= TOL[torch.float32]
-        (line,) = c.describe()
-        if "measured:" in line:
-            pytest.skip(f"this GPU's estimates are within 16x here: {line}")
-        assert "aten" not in line, line
-    finally:
-        torch.backends.cudnn.benchmark = old
-        c.clear()
+    torch.backends.cudnn.benchmark = True
+    x = torch.randn(4, 16, 128, 128, device="cuda")
+    w = torch.randn(16, 1, 63, 63, device="cuda")
+    y = fftconv.conv2d(x, w, padding=31, groups=16)
+    assert rel_l2(y, F.conv2d(x.double(), w.double(), padding=31, groups=16)) <= TOL[torch.float32]
+    (line,) = cuda_auto.describe()
+    if "measured:" in line:
+        pytest.skip(f"this GPU's estimates are within 16x here: {line}")
+    assert "aten" not in line, line
 
 
 # ---- frozen filters ------------------------------------------------------------------------------
