@@ -44,7 +44,8 @@
 # step's shared filter spectrum, fftconv-bench --shared-spectrum on suite.csv, fwd and dgrad:
 # spectrum.json; FFTCONV_SPECTRUM_ARGS appended; not by default), fused (the fused small-plane
 # path: its GPU tests, racecheck over its kernels, and the small-plane suite rows with --algo
-# fft_fused, fft and auto: fused-*.txt and fused-*.json; FFTCONV_FUSED_ALGOS, FFTCONV_FUSED_ARGS;
+# fft_fused, fft and auto: fused-*.txt and fused-*.json; FFTCONV_FUSED_ALGOS, FFTCONV_FUSED_ARGS,
+# FFTCONV_FUSED_PASSES (default fwd,dgrad,wgrad);
 # not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
@@ -406,14 +407,14 @@ if step spectrum; then
 fi
 if step fused; then
   # The fused small-plane path: its GPU tests, racecheck over its kernels' barriers, and the
-  # small-plane suite rows forced fused and staged, and under Auto, forward and backward data
-  # (back-to-back, cold and host times): fused-*.txt, fused-*.json.
+  # small-plane suite rows forced fused and staged, and under Auto, every pass (back-to-back,
+  # cold and host times; FFTCONV_FUSED_PASSES picks them): fused-*.txt, fused-*.json.
   limited fused "$BUILD/tests/fftconv_gpu_tests" --gtest_filter='Fused*' >"$OUT/fused-tests.txt" 2>&1 ||
     status=1
   grep -E "^\[ sweep|FAILED|PASSED" "$OUT/fused-tests.txt" | head -20
   san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
   limited fused "$san" --tool racecheck --error-exitcode 99 "$BUILD/tests/fftconv_gpu_tests" \
-    --gtest_filter='Fused.CapturesInACudaGraph:Fused.KeptFilterMatchesPerCall:Fused.EveryCoveredSize' \
+    --gtest_filter='Fused.CapturesInACudaGraph:Fused.KeptFilterMatchesPerCall:Fused.EveryCoveredSize:Fused.BackwardFilterSlicesSumInOrder' \
     >"$OUT/fused-racecheck.txt" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$OUT/fused-racecheck.txt" | head -5
   small="$OUT/fused-rows.csv"
@@ -421,7 +422,7 @@ if step fused; then
     data/shapes/suite.csv >"$small"
   for algo in ${FFTCONV_FUSED_ALGOS:-fft_fused fft auto}; do
     # shellcheck disable=SC2086
-    limited fused "$BUILD/apps/fftconv-bench" --shapes "$small" --pass fwd,dgrad --algo "$algo" \
+    limited fused "$BUILD/apps/fftconv-bench" --shapes "$small" --pass "${FFTCONV_FUSED_PASSES:-fwd,dgrad,wgrad}" --algo "$algo" \
       --verify --no-cudnn ${FFTCONV_FUSED_ARGS:-} --json "$OUT/fused-$algo.json" \
       >"$OUT/fused-$algo.txt" 2>&1 || status=1
     echo "== --algo $algo"; cat "$OUT/fused-$algo.txt"

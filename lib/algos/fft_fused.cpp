@@ -1,8 +1,9 @@
 // The fused FFT entry of the implementation list (Algo::kFftFused): the whole convolution of a
 // plane in one kernel, F threads of a block transforming it in registers and shared memory
 // (lib/fused/fused_conv.h). Serves the problems the small-plane networks run: one input and one
-// output channel per group (depthwise, single-channel heatmaps), FFT planes up to 128x128, the
-// forward and backward-data passes.
+// output channel per group (depthwise, single-channel heatmaps), FFT planes up to 128x128, every
+// pass (the backward filter sums each channel's products over the batch in the frequency
+// domain, lib/fused/fused_conv.h).
 #include <string>
 
 #include "algos/registry.h"
@@ -21,12 +22,36 @@ std::string size_text(int log_f) {
   return f + "x" + f;
 }
 
-Support fused_can_implement(const ConvDesc& d, const Options& o) {
-  if (o.pass == Pass::kBackwardFilter) {
-    return Support::no(Status::kNotSupported,
-                       "the fused FFT implements the forward and backward-data passes, not wgrad; "
-                       "use the full-image FFT (Algo::kFft)");
+// SMs of the current device, which the backward filter's slicing of the batch fills (132, the
+// H200's, where no device answers: the CPU tests' plans).
+int current_sms() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) {
+    (void)cudaGetLastError();
+    return 132;
   }
+  return sms;
+}
+
+DType wgrad_out_dtype(const ConvDesc& d, const Options& o) {
+  return o.dw_fp32 ? DType::kF32 : d.dtype;
+}
+
+FusedWgradArgs wgrad_args(const ConvDesc& d, const Options& o) {
+  return fused_wgrad_args(d, fused_wgrad_log_size(d), wgrad_out_dtype(d, o), current_sms());
+}
+
+std::size_t wgrad_workspace(const ConvDesc& d, const FusedWgradArgs& a) {
+  return fused_wgrad_scratch_bytes(a) + fused_wgrad_partial_bytes(d, a);
+}
+
+int pass_log_size(const ConvDesc& d, Pass pass) {
+  return pass == Pass::kBackwardFilter ? fused_wgrad_log_size(d) : fused_log_size(d);
+}
+
+Support fused_can_implement(const ConvDesc& d, const Options& o) {
+  const bool wgrad = o.pass == Pass::kBackwardFilter;
   if (d.c_per_group() != 1 || d.k_per_group() != 1) {
     return Support::no(Status::kNotSupported,
                        "the fused FFT takes one input and one output channel per group "
@@ -34,20 +59,21 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
                            std::to_string(d.c_per_group()) + " -> " +
                            std::to_string(d.k_per_group()) + " per group of " + d.to_string());
   }
-  const int log_f = fused_log_size(d);
+  const int log_f = pass_log_size(d, o.pass);
   if (log_f < 0) {
     return Support::no(Status::kNotSupported,
                        "the fused FFT covers planes up to " + std::to_string(kMaxFusedExtent) +
                            "x" + std::to_string(kMaxFusedExtent) + "; " + d.to_string() +
-                           " needs " + std::to_string(min_fft_h(d)) + "x" +
-                           std::to_string(min_fft_w(d)));
+                           (wgrad ? " (backward filter)" : "") + " needs more than that");
   }
-  const std::size_t factors = fused_factor_bytes(d.k, log_f);
-  if (factors > o.workspace_limit) {
+  const std::size_t bytes =
+      wgrad ? wgrad_workspace(d, wgrad_args(d, o)) : fused_factor_bytes(d.k, log_f);
+  if (bytes > o.workspace_limit) {
     return Support::no(Status::kOutOfMemory,
-                       "the fused FFT " + size_text(log_f) + " needs " + std::to_string(factors) +
-                           " bytes of filter factors, over the workspace limit of " +
-                           std::to_string(o.workspace_limit) + " bytes");
+                       "the fused FFT " + size_text(log_f) + " needs " + std::to_string(bytes) +
+                           (wgrad ? " bytes of scratch spectra" : " bytes of filter factors") +
+                           ", over the workspace limit of " + std::to_string(o.workspace_limit) +
+                           " bytes");
   }
   // The kernels index one plane and one grid in 32 bits.
   const std::int64_t planes = o.pass == Pass::kForward ? d.n * d.k : d.n * d.c;
@@ -63,17 +89,36 @@ class FusedFftAlgo final : public ConvAlgo {
   FusedFftAlgo(const ConvDesc& d, const Options& o)
       : d_(d),
         pass_(o.pass),
-        log_f_(fused_log_size(d)),
+        log_f_(pass_log_size(d, o.pass)),
         conv_(fused_conv_args(d, o.pass, log_f_)),
         filter_(fused_filter_args(d, o.pass, log_f_)) {
     prepare_fused_kernels();
-    workspace_ = align_up(fused_factor_bytes(d_.k, log_f_));
+    if (pass_ == Pass::kBackwardFilter) {
+      wgrad_ = wgrad_args(d, o);
+      workspace_ = wgrad_workspace(d, wgrad_);
+    } else {
+      workspace_ = align_up(fused_factor_bytes(d_.k, log_f_));
+    }
   }
   ~FusedFftAlgo() override { clear_filter(); }
 
   std::size_t workspace_size() const override { return workspace_; }
 
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
+    if (pass_ == Pass::kBackwardFilter) {
+      FusedWgradArgs w = wgrad_;
+      w.x = a.x;
+      w.dy = a.dy;
+      w.dw = a.out;
+      w.scratch = a.workspace;
+      w.partial = reinterpret_cast<float*>(static_cast<char*>(a.workspace) +
+                                           fused_wgrad_scratch_bytes(wgrad_));
+      w.alpha = a.alpha;
+      w.beta = a.beta;
+      launch_fused_wgrad(w, stream);
+      if (marks) marks->mark("fused", stream);
+      return;
+    }
     FusedConvArgs c = conv_;
     if (a.w) {
       enqueue_factors(a.w, a.workspace, stream);
@@ -122,6 +167,7 @@ class FusedFftAlgo final : public ConvAlgo {
   int log_f_;
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
+  FusedWgradArgs wgrad_;
   std::size_t workspace_ = 0;
   DeviceBuffer kept_;
   KeptFilterFence kept_fence_;
@@ -134,15 +180,27 @@ class FftFusedFactory final : public AlgoFactory {
     return fused_can_implement(d, o);
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
-    const int log_f = fused_log_size(d);
+    const int log_f = pass_log_size(d, o.pass);
     if (detail) *detail = size_text(log_f);
+    if (o.pass == Pass::kBackwardFilter) {
+      const FusedWgradArgs w = wgrad_args(d, o);
+      return estimate_fused_wgrad_us(d, log_f, w.slots(), w.per_chunk, w.chunks);
+    }
     return estimate_fused_us(d, log_f, o.pass);
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     const Support s = fused_can_implement(d, o);
     if (!s.ok()) throw Error(s.status, s.reason);
-    if (reason) *reason = "fused fft " + size_text(fused_log_size(d));
+    if (reason) {
+      *reason = "fused fft " + size_text(pass_log_size(d, o.pass));
+      if (o.pass == Pass::kBackwardFilter) {
+        const FusedWgradArgs w = wgrad_args(d, o);
+        *reason += ", the batch in " + std::to_string(w.chunks) + " slice" +
+                   (w.chunks > 1 ? "s" : "") + " of up to " + std::to_string(w.per_chunk) +
+                   " image" + (w.per_chunk > 1 ? "s" : "") + " per channel";
+      }
+    }
     auto algo = std::make_unique<FusedFftAlgo>(d, o);
     check_device_memory(*algo);
     return algo;

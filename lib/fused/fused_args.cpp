@@ -1,8 +1,10 @@
 // The fused path's size rule and kernel arguments per pass (host side of lib/fused).
 #include <algorithm>
 
+
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
+#include "geometry/index_math.h"
 
 namespace fftconv::detail {
 
@@ -41,6 +43,73 @@ FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f) {
     g.wrap = false;
   }
   return a;
+}
+
+namespace {
+// The exact period of the backward filter's correlation along an axis: the forward pass's rule
+// (the same reads of the padded input: dy's support spread by the stride plus the lags), and dy,
+// placed as the filter, must not wrap onto itself.
+std::int64_t wgrad_min_extent(std::int64_t in, std::int64_t pad, std::int64_t eff_k,
+                              std::int64_t stride, std::int64_t out) {
+  return std::max(min_fft_extent(in, pad, eff_k, stride, out), (out - 1) * stride + 1);
+}
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Blocks of the slots' kernel an SM holds (its launch bounds, fused_conv.cu).
+int wgrad_blocks_per_sm(int log_f) { return log_f == 7 ? 3 : 4; }
+}  // namespace
+
+int fused_wgrad_log_size(const ConvDesc& d) {
+  const int lh = fused_log_extent(
+      wgrad_min_extent(d.h, d.pad_h, d.eff_r(), d.stride_h, d.out_h()));
+  const int lw = fused_log_extent(
+      wgrad_min_extent(d.w, d.pad_w, d.eff_s(), d.stride_w, d.out_w()));
+  return lh < 0 || lw < 0 ? -1 : std::max(lh, lw);
+}
+
+FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, int sms) {
+  const auto i32 = [](std::int64_t v) { return static_cast<int>(v); };
+  FusedWgradArgs a;
+  a.n = i32(d.n);
+  a.c = i32(d.c);
+  a.dtype = d.dtype;
+  a.out_dtype = out_dtype;
+  a.log_f = log_f;
+  const double size = double(std::int64_t{1} << log_f);
+  a.scale = static_cast<float>(1.0 / (size * size));
+  // Slices of the batch: as many as keep every channel's slots within one round of the SMs.
+  const std::int64_t capacity =
+      std::int64_t(std::max(sms, 1)) * wgrad_blocks_per_sm(log_f) * fused_planes_per_block(log_f);
+  const std::int64_t want = std::clamp<std::int64_t>(capacity / std::max<std::int64_t>(d.c, 1),
+                                                     1, std::max<std::int64_t>(d.n, 1));
+  a.per_chunk = i32((d.n + want - 1) / want);
+  a.chunks = i32((d.n + a.per_chunk - 1) / a.per_chunk);
+  FusedGeometry& x = a.x_geo;
+  x.src_h = i32(d.h);
+  x.src_w = i32(d.w);
+  x.off_h = i32(d.pad_h);
+  x.off_w = i32(d.pad_w);
+  x.out_h = i32(d.r);
+  x.out_w = i32(d.s);
+  x.read_stride_h = i32(d.dil_h);
+  x.read_stride_w = i32(d.dil_w);
+  x.wrap = false;
+  FusedGeometry& dy = a.dy_geo;
+  dy.src_h = i32(d.out_h());
+  dy.src_w = i32(d.out_w());
+  dy.step_h = i32(d.stride_h);
+  dy.step_w = i32(d.stride_w);
+  return a;
+}
+
+std::size_t fused_wgrad_scratch_bytes(const FusedWgradArgs& a) {
+  return aligned(static_cast<std::size_t>(a.slots()) * 2 * fused_factor_bytes(1, a.log_f));
+}
+
+std::size_t fused_wgrad_partial_bytes(const ConvDesc& d, const FusedWgradArgs& a) {
+  if (a.chunks <= 1) return 0;
+  return aligned(static_cast<std::size_t>(a.chunks) * d.c * d.r * d.s * sizeof(float));
 }
 
 FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int log_f) {

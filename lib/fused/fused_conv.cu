@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "fused/fused_program.cuh"
 #include "stages/dtype_convert.cuh"
@@ -140,6 +142,63 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_filter_ker
                                  a.conjugate, a.scale, ColumnCopy{a.w, a.dtype, base, geo.src_w});
 }
 
+// A slot of F threads: one channel, images [first, first + count) of the batch (fused_conv.h,
+// FusedWgradArgs). Its two scratch spectra are its own; the window goes to dw (one slice a
+// channel) or to the slice's partial.
+template <int F>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_wgrad_kernel(
+    const FusedWgradArgs a) {
+  extern __shared__ float smem[];
+  BlockPlane<F> bp(smem);
+  constexpr int kSpec = Layout<F>::kSpecSize;
+  const std::int64_t slot = bp.plane;
+  const bool active = slot < a.slots();
+  const int channel = active ? static_cast<int>(slot % a.c) : 0;
+  const int chunk = active ? static_cast<int>(slot / a.c) : 0;
+  const int first = chunk * a.per_chunk;
+  const int count = active ? min(a.per_chunk, a.n - first) : 0;
+  float2* g = static_cast<float2*>(a.scratch) + (active ? slot : 0) * 2 * kSpec;
+  float2* acc = g + kSpec;
+  const fused::PlaneGeometry& xg = a.x_geo;
+  const fused::PlaneGeometry& dyg = a.dy_geo;
+  const std::int64_t x_plane = std::int64_t(xg.src_h) * xg.src_w;
+  const std::int64_t dy_plane = std::int64_t(dyg.src_h) * dyg.src_w;
+  const std::int64_t window = std::int64_t(xg.out_h) * xg.out_w;
+  const std::int64_t out_base = channel * window;
+  const std::int64_t partial_base = (std::int64_t(chunk) * a.c + channel) * window;
+  fused::fused_wgrad_program<F>(
+      bp.ex, bp.buf, xg, dyg, g, acc, a.per_chunk, count, active, a.scale,
+      [&](int i) {
+        return ColumnCopy{a.x, a.dtype, (std::int64_t(first + i) * a.c + channel) * x_plane,
+                          xg.src_w};
+      },
+      [&](int i) {
+        return ColumnCopy{a.dy, a.dtype, (std::int64_t(first + i) * a.c + channel) * dy_plane,
+                          dyg.src_w};
+      },
+      [&](int i, float v) {
+        if (a.chunks > 1) {
+          a.partial[partial_base + i] = v;
+          return;
+        }
+        float r = a.alpha * v;
+        if (a.beta != 0.0f) r += a.beta * load_element(a.dw, a.out_dtype, out_base + i);
+        store_element(a.dw, a.out_dtype, out_base + i, r);
+      });
+}
+
+// dw = alpha * (the slices' partial windows summed in slice order) + beta * dw.
+__global__ void fused_wgrad_sum_kernel(const FusedWgradArgs a, std::int64_t elems) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < elems;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int j = 0; j < a.chunks; ++j) sum += a.partial[j * elems + e];
+    float r = a.alpha * sum;
+    if (a.beta != 0.0f) r += a.beta * load_element(a.dw, a.out_dtype, e);
+    store_element(a.dw, a.out_dtype, e, r);
+  }
+}
+
 template <int F>
 constexpr std::size_t smem_bytes() {
   return sizeof(float) * (kBlockThreads / F) * Layout<F>::kFloats;
@@ -151,6 +210,8 @@ void prepare_size() {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_conv_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_filter_kernel<F>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_wgrad_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
@@ -166,6 +227,13 @@ void launch_filter(const FusedFilterArgs& a, cudaStream_t stream) {
   constexpr int kPlanes = kBlockThreads / F;
   const dim3 grid(static_cast<unsigned>((a.k + kPlanes - 1) / kPlanes));
   fused_filter_kernel<F><<<grid, kBlockThreads, smem_bytes<F>(), stream>>>(a);
+}
+
+template <int F>
+void launch_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
+  constexpr std::int64_t kPlanes = kBlockThreads / F;
+  const dim3 grid(static_cast<unsigned>((a.slots() + kPlanes - 1) / kPlanes));
+  fused_wgrad_kernel<F><<<grid, kBlockThreads, smem_bytes<F>(), stream>>>(a);
 }
 
 // Calls fn.template operator()<F>() for F = 2^log_f.
@@ -203,6 +271,19 @@ void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream) 
 void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream) {
   with_size(a.log_f, [&](auto f) { launch_conv<decltype(f)::value>(a, stream); });
   FFTCONV_CHECK_LAUNCH();
+}
+
+void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
+  with_size(a.log_f, [&](auto f) { launch_wgrad<decltype(f)::value>(a, stream); });
+  FFTCONV_CHECK_LAUNCH();
+  if (a.chunks > 1) {
+    const std::int64_t elems = std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w;
+    constexpr int kThreads = 256;
+    const auto blocks = static_cast<unsigned>(
+        std::min<std::int64_t>((elems + kThreads - 1) / kThreads, 4096));
+    fused_wgrad_sum_kernel<<<blocks, kThreads, 0, stream>>>(a, elems);
+    FFTCONV_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace fftconv::detail

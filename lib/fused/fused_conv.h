@@ -52,6 +52,32 @@ struct FusedFilterArgs {
   int log_f = 3;
 };
 
+/// The backward-filter pass (dw = alpha * dL/dw + beta * dw) of the fused path: a slot of F
+/// threads owns one channel and a slice of the batch; per image it transforms dy (placed as a
+/// filter: spread by the stride at the origin) and x (placed at the padding), sums the products'
+/// spectra, and after its slice transforms the sum back and reads the R x S window at the
+/// dilation. With one slice per channel the slot writes dw; with several, fp32 partial windows
+/// that a second kernel sums in slice order (deterministic) into dw.
+struct FusedWgradArgs {
+  const void* x = nullptr;   ///< n x c x h x w
+  const void* dy = nullptr;  ///< n x c x out_h x out_w
+  void* dw = nullptr;        ///< c x r x s in out_dtype
+  void* scratch = nullptr;   ///< per slot two spectra (g, acc), float2 [F][F/2 + 1] each
+  float* partial = nullptr;  ///< chunks x c x r x s (chunks > 1)
+  int n = 1, c = 1;
+  int chunks = 1, per_chunk = 1;  ///< slices of the batch per channel and images of a slice
+  FusedGeometry x_geo;   ///< x at the padding; the output window r x s read at the dilation
+  FusedGeometry dy_geo;  ///< dy spread by the stride at the origin
+  DType dtype = DType::kF32, out_dtype = DType::kF32;
+  float alpha = 1.0f, beta = 0.0f;
+  float scale = 1.0f;  ///< 1 / F^2
+  int log_f = 3;
+#if defined(__CUDACC__)
+  __host__ __device__
+#endif
+  std::int64_t slots() const { return std::int64_t(c) * chunks; }
+};
+
 /// log2 of the fused path's FFT size for d: the smallest power of two (at least 8) at or above
 /// both axes' exact period (lib/geometry/fft_geometry.h), one size for both axes; -1 when that
 /// exceeds 128.
@@ -63,6 +89,20 @@ int fused_log_size(const ConvDesc& d);
 /// the convolution at the padding.
 FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f);
 FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int log_f);
+
+/// log2 of the fused backward-filter pass's FFT size for d (the smallest power of two, at least 8,
+/// at or above both axes' exact period of the correlation of x with the stride-spread dy at the
+/// kernel's lags), -1 above 128.
+int fused_wgrad_log_size(const ConvDesc& d);
+
+/// The backward-filter arguments of d at FFT size 2^log_f, pointers and alpha, beta left unset:
+/// the batch sliced so that the slots (c x chunks) about fill `sms` SMs once.
+FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, int sms);
+
+/// Workspace bytes of a backward-filter pass (scratch spectra, then the partial windows), each
+/// part 256-byte aligned.
+std::size_t fused_wgrad_scratch_bytes(const FusedWgradArgs& a);
+std::size_t fused_wgrad_partial_bytes(const ConvDesc& d, const FusedWgradArgs& a);
 
 #if defined(__CUDACC__)
 __host__ __device__
@@ -95,5 +135,8 @@ void prepare_fused_kernels();
 
 void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream);
 void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream);
+/// The backward-filter pass: the slots' kernel, and with chunks > 1 the sum of the partials.
+/// r x s (the window) comes from a.x_geo.
+void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream);
 
 }  // namespace fftconv::detail

@@ -229,6 +229,23 @@ double estimate_fused_us(const ConvDesc& d, int log_f, Pass pass) {
   return std::max(conv, io / kStreamBytesPerUs) + filter + 2 * kLaunchUs;
 }
 
+double estimate_fused_wgrad_us(const ConvDesc& d, int log_f, std::int64_t slots, int per_chunk,
+                               int chunks) {
+  // An image costs a slot about a convolution plane's work (two forward transforms instead of
+  // a forward and an inverse), plus its two scratch spectra's round trip through L2; the
+  // inverse at the end half a plane.
+  constexpr double kImageWork = 1.15, kInverseWork = 0.5;
+  const double esize = double(dtype_size(d.dtype));
+  const double io = double(d.x_elems() + d.y_elems()) * esize;
+  const double work = double(per_chunk) * kImageWork + kInverseWork;
+  const double slots_us = fused_kernel_us(double(slots), log_f, work);
+  double sum_us = 0.0;
+  if (chunks > 1) {
+    sum_us = double(chunks + 1) * double(d.w_elems()) * 4.0 / kStreamBytesPerUs + kLaunchUs;
+  }
+  return std::max(slots_us, io / kStreamBytesPerUs) + sum_us + kLaunchUs;
+}
+
 namespace {
 // ---- separable path (lib/separable) -----------------------------------------------------------
 // Multiply-adds an SM retires per microsecond in the row and column passes, as measured on the

@@ -619,12 +619,25 @@ Algo parse_algo_arg(const char* op, c10::string_view algo) {
                     "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'cudnn'");
 }
 
+// Whether the named algorithm implements the pass on d (the engine's own rule).
+bool implements(Algo algo, const ConvDesc& d, Pass pass) {
+  Options o;
+  o.pass = pass;
+  for (const detail::AlgoFactory* f : detail::algorithm_list()) {
+    if (f->algo() == algo) return f->can_implement(d, o).ok();
+  }
+  return false;
+}
+
 // The algorithm a pass runs when the user named one: the full-image FFT for the passes that the
-// tiled (forward only), fused and separable (forward and input gradient) paths do not
-// implement, so that a model trained with either still gets every gradient.
-Algo pass_algo(Algo algo, Pass pass) {
+// tiled (forward only) and separable (forward and input gradient) paths do not implement, and
+// for a backward filter whose correlation the fused path cannot hold (its period can exceed the
+// forward pass's), so that a model trained with either still gets every gradient.
+Algo pass_algo(Algo algo, Pass pass, const ConvDesc& d) {
   if (algo == Algo::kFftTiled && pass != Pass::kForward) return Algo::kFft;
-  if ((algo == Algo::kFftFused || algo == Algo::kSeparable) && pass == Pass::kBackwardFilter) {
+  if (algo == Algo::kSeparable && pass == Pass::kBackwardFilter) return Algo::kFft;
+  if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter &&
+      !implements(algo, d, pass)) {
     return Algo::kFft;
   }
   return algo;
@@ -739,7 +752,7 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const at::Tensor dy = grad_output.contiguous();
   const at::Tensor w = weight.contiguous();
   const cudaStream_t stream = current_stream(*backend, dy);
-  const Resolved r = resolve(d, Pass::kBackwardData, pass_algo(algo, Pass::kBackwardData),
+  const Resolved r = resolve(d, Pass::kBackwardData, pass_algo(algo, Pass::kBackwardData, d),
                              *backend, cache_index(*backend, dy),
                              frozen_filter(weight), w, stream);
   if (r.entry->settle_pending) {
@@ -803,7 +816,7 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   const at::Tensor dy = grad_output.contiguous();
   const at::Tensor x = input.contiguous();
   const cudaStream_t stream = current_stream(*backend, dy);
-  const Resolved r = resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter),
+  const Resolved r = resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter, d),
                              *backend, cache_index(*backend, dy),
                              at::Tensor(), at::Tensor(), stream);
   if (r.entry->settle_pending) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <complex>
 #include <cstdio>
 #include <limits>
@@ -185,6 +186,134 @@ TEST(FusedProgram, SuiteGeometries) {
       EXPECT_TRUE(e.pass(1e-5)) << pass_name(p) << " " << s << ": " << e.to_string();
     }
   }
+}
+
+// ---- backward filter ---------------------------------------------------------------------------
+
+// Every slot of the backward-filter kernel (a channel, a slice of the batch) in turn, each
+// writing its window as a partial, then the slices summed in order as fused_wgrad_sum_kernel
+// does (one slice: the slot's window is dw).
+template <int F>
+std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<float>& x,
+                                       const std::vector<float>& dy, int sms, int* chunks) {
+  using L = fused::Layout<F>;
+  const detail::FusedWgradArgs a =
+      detail::fused_wgrad_args(d, detail::fused_wgrad_log_size(d), DType::kF32, sms);
+  *chunks = a.chunks;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::int64_t window = d.r * d.s, c = d.c;
+  const std::int64_t x_plane = d.h * d.w, dy_plane = d.out_h() * d.out_w();
+  std::vector<float> partial(static_cast<std::size_t>(a.chunks * c * window), nan);
+  std::vector<float2> g(L::kSpecSize), acc(L::kSpecSize);
+  std::vector<float> buf(L::kFloats);
+  for (std::int64_t slot = 0; slot < a.slots(); ++slot) {
+    const std::int64_t channel = slot % c, chunk = slot / c;
+    const std::int64_t first = chunk * a.per_chunk;
+    const int count = static_cast<int>(std::min<std::int64_t>(a.per_chunk, d.n - first));
+    std::fill(buf.begin(), buf.end(), nan);
+    std::fill(g.begin(), g.end(), make_float2(nan, nan));
+    std::fill(acc.begin(), acc.end(), make_float2(nan, nan));
+    HostExec<F / 2> ex;
+    fused::fused_wgrad_program<F>(
+        ex, buf.data(), a.x_geo, a.dy_geo, g.data(), acc.data(), a.per_chunk, count, true,
+        a.scale,
+        [&](int i) {
+          return HostColumnCopy{x.data() + ((first + i) * c + channel) * x_plane,
+                                static_cast<int>(d.w)};
+        },
+        [&](int i) {
+          return HostColumnCopy{dy.data() + ((first + i) * c + channel) * dy_plane,
+                                static_cast<int>(d.out_w())};
+        },
+        [&](int i, float v) { partial[(chunk * c + channel) * window + i] = v; });
+  }
+  std::vector<float> dw(static_cast<std::size_t>(c * window));
+  for (std::size_t e = 0; e < dw.size(); ++e) {
+    float sum = 0.0f;
+    for (int j = 0; j < a.chunks; ++j) sum += partial[j * dw.size() + e];
+    dw[e] = sum;
+  }
+  return dw;
+}
+
+std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
+                                 const std::vector<float>& dy, int sms, int* chunks) {
+  switch (detail::fused_wgrad_log_size(d)) {
+    case 3: return emulate_wgrad_sized<8>(d, x, dy, sms, chunks);
+    case 4: return emulate_wgrad_sized<16>(d, x, dy, sms, chunks);
+    case 5: return emulate_wgrad_sized<32>(d, x, dy, sms, chunks);
+    case 6: return emulate_wgrad_sized<64>(d, x, dy, sms, chunks);
+    case 7: return emulate_wgrad_sized<128>(d, x, dy, sms, chunks);
+    default: ADD_FAILURE() << "no fused wgrad size for " << d.to_string(); return {};
+  }
+}
+
+testing::ErrorStats check_wgrad(const ConvDesc& d, std::uint64_t seed, int sms, int* chunks) {
+  const std::vector<float> x = testing::random_values(d.x_elems(), seed, DType::kF32);
+  const std::vector<float> dy = testing::random_values(d.y_elems(), seed + 1, DType::kF32);
+  std::vector<double> ref(static_cast<std::size_t>(d.w_elems()));
+  reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
+  return testing::compare(emulate_wgrad(d, x, dy, sms, chunks), ref);
+}
+
+// Random descriptors of one channel per group (padding, stride, dilation, rectangular kernels,
+// wide padding), sliced over the batch as a device of 1, 2 or 132 SMs would slice them.
+TEST(FusedProgram, BackwardFilterSweep) {
+  std::mt19937_64 gen(83);
+  double worst = 0.0;
+  int failures = 0, sliced = 0, per_size[8] = {};
+  constexpr int kCases = 200;
+  for (int i = 0; i < kCases; ++i) {
+    ConvDesc d;
+    do {
+      d = random_desc(gen);
+    } while (detail::fused_wgrad_log_size(d) < 0);
+    const int sms = i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 132;
+    ++per_size[detail::fused_wgrad_log_size(d)];
+    int chunks = 0;
+    const testing::ErrorStats e = check_wgrad(d, 9000 + i, sms, &chunks);
+    sliced += chunks > 1;
+    worst = std::max(worst, e.rel_l2);
+    if (!e.pass(1e-5)) {
+      ++failures;
+      ADD_FAILURE() << "wgrad " << d.to_string() << " (fused "
+                    << (1 << detail::fused_wgrad_log_size(d)) << ", " << chunks
+                    << " slices): " << e.to_string();
+    }
+  }
+  std::printf("[ emulated ] wgrad: %d cases (F = 8, 16, 32, 64, 128: %d, %d, %d, %d, %d; %d "
+              "sliced), %d failures, worst rel_l2 %.3e\n",
+              kCases, per_size[3], per_size[4], per_size[5], per_size[6], per_size[7], sliced,
+              failures, worst);
+  EXPECT_GT(sliced, 0);
+  for (int log_f = 4; log_f <= 7; ++log_f) {
+    EXPECT_GT(per_size[log_f], 0) << "no case of F = " << (1 << log_f);
+  }
+}
+
+// The suite's depthwise rows' geometries (one or two images), every size, a strided case.
+TEST(FusedProgram, BackwardFilterGeometries) {
+  for (const char* s : {"n2c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n3c3h14w14k3r31s31p15x15u1x1d1x1g3f32",
+                        "n2c2h28w28k2r51s51p25x25u1x1d1x1g2f32",
+                        "n2c2h8w8k2r3s3p1x1u1x1d1x1g2f32",
+                        "n3c2h17w23k2r5s3p2x1u2x3d1x2g2f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    ASSERT_GE(detail::fused_wgrad_log_size(d), 0) << s;
+    for (int sms : {1, 132}) {
+      int chunks = 0;
+      const testing::ErrorStats e = check_wgrad(d, 78, sms, &chunks);
+      EXPECT_TRUE(e.pass(1e-5)) << s << " (" << chunks << " slices): " << e.to_string();
+    }
+  }
+}
+
+// The period rule: the landmark row (96x96, 45x45, same padding) at 128; 14x14 with 31x31 and
+// padding 15 at 32; a stride-3 dy that needs more than the lags do.
+TEST(FusedProgram, BackwardFilterSizes) {
+  EXPECT_EQ(detail::fused_wgrad_log_size(ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32")), 7);
+  EXPECT_EQ(detail::fused_wgrad_log_size(ConvDesc::parse("n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32")), 5);
+  EXPECT_EQ(detail::fused_wgrad_log_size(ConvDesc::parse("n1c1h200w200k1r9s9p4x4u1x1d1x1g1f32")), -1);
 }
 
 // The constexpr twiddles against the library's sine and cosine, and a DFT against its sum.

@@ -78,6 +78,11 @@ Options with_pass(Options o, Pass pass);
 /// into a NaN-poisoned dx and compares with the oracle.
 BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filter = false);
 
+/// Plans backward filter with `options`, runs dw = alpha * grad + beta * dw0 once (dw0 ignored,
+/// and dw NaN-poisoned, when beta == 0) and compares with the oracle.
+BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha = 1.0f,
+                    float beta = 0.0f, const std::vector<float>* dw0 = nullptr);
+
 /// Captures one forward call of `plan` (filter `w`, null for the kept one; `bias` may be null)
 /// on a non-blocking stream into a CUDA graph, replays it `replays` times and returns the fp32
 /// output (NaN-poisoned before the capture). `s`: the stream to capture on (null: one of its own).

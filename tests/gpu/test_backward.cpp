@@ -12,32 +12,6 @@
 namespace fftconv::gputest {
 namespace {
 
-/// dw = alpha * grad + beta * dw0 (dw0 ignored, and dw NaN-poisoned, when beta == 0).
-BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha = 1.0f,
-                    float beta = 0.0f, const std::vector<float>* dw0 = nullptr) {
-  const ConvDesc& d = p.desc;
-  const Options o = with_pass(options, Pass::kBackwardFilter);
-  const DType out_dtype = o.dw_fp32 ? DType::kF32 : d.dtype;
-  Plan plan(d, o);
-  testing::DeviceBuffer dw, ws(plan.workspace_size());
-  if (beta != 0.0f) {
-    dw = upload(*dw0, out_dtype);
-  } else {
-    dw = testing::DeviceBuffer(dtype_size(out_dtype) * d.w_elems());
-    dw.poison();
-  }
-  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, alpha,
-                       beta);
-  testing::cuda_check(cudaDeviceSynchronize(), "backward_filter");
-  BwdResult r{{}, plan.describe(), plan.info(), download(dw, d.w_elems(), out_dtype)};
-  std::vector<double> ref(p.ref_dw.size());
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    ref[i] = alpha * p.ref_dw[i] + (beta != 0.0f ? double(beta) * (*dw0)[i] : 0.0);
-  }
-  r.err = testing::compare(r.out, ref);
-  return r;
-}
-
 // cuDNN sums its L products per element in fp32, with a rounding error of about
 // eps * sqrt(L) * sqrt(sum of squared products) (our own paths keep the fixed tolerance). The sum
 // of squares is the same oracle applied to squared inputs, so the bound follows the actual

@@ -1,10 +1,11 @@
 // The fused FFT path (Algo::kFftFused) against the fp64 device oracle: random depthwise and
-// single-channel descriptors in every dtype for the forward and backward-data passes (padding,
-// stride, dilation, rectangular kernels, odd plane counts), every covered FFT size, kept filters
-// and CUDA graph capture.
+// single-channel descriptors in every dtype for all three passes (padding, stride, dilation,
+// rectangular kernels, odd plane counts; the backward filter with alpha, beta and fp32 dw),
+// every covered FFT size, kept filters and CUDA graph capture.
 #include <algorithm>
 #include <cstdio>
 
+#include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
 #include "gpu_test_util.h"
 
@@ -12,7 +13,7 @@ namespace fftconv::gputest {
 namespace {
 
 // A random descriptor with one channel per group whose fused FFT fits (up to 128 per axis).
-ConvDesc random_fused_desc(std::mt19937_64& gen, DType dtype) {
+ConvDesc random_fused_desc(std::mt19937_64& gen, DType dtype, bool wgrad = false) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return lo + static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(hi - lo + 1));
   };
@@ -34,6 +35,7 @@ ConvDesc random_fused_desc(std::mt19937_64& gen, DType dtype) {
     if (d.h + 2 * d.pad_h < d.eff_r() || d.w + 2 * d.pad_w < d.eff_s()) continue;
     if (!output_reads_data(d)) continue;
     if (detail::min_fft_h(d) > 128 || detail::min_fft_w(d) > 128) continue;
+    if (wgrad && detail::fused_wgrad_log_size(d) < 0) continue;
     return d;
   }
 }
@@ -46,7 +48,7 @@ void sweep(Pass pass, DType dtype, int cases, std::uint64_t seed) {
   int failures = 0;
   double worst = 0.0;
   for (int i = 0; i < cases; ++i) {
-    const ConvDesc d = random_fused_desc(gen, dtype);
+    const ConvDesc d = random_fused_desc(gen, dtype, pass == Pass::kBackwardFilter);
     const std::uint64_t case_seed = seed * 1000 + i;
     const bool keep = i % 3 == 0;
     try {
@@ -55,6 +57,19 @@ void sweep(Pass pass, DType dtype, int cases, std::uint64_t seed) {
       if (pass == Pass::kForward) {
         const Problem p(d, case_seed, i % 2 == 0);
         const RunResult r = run_forward(p, o);
+        err = r.err;
+        plan = r.describe;
+        EXPECT_EQ(r.info.algo, Algo::kFftFused) << plan;
+      } else if (pass == Pass::kBackwardFilter) {
+        // Every third case accumulates (alpha, beta), every other half-precision one writes an
+        // fp32 dw.
+        const BwdProblem p(d, case_seed);
+        Options ow = o;
+        ow.dw_fp32 = dtype != DType::kF32 && i % 2 == 1;
+        const DType out_dtype = ow.dw_fp32 ? DType::kF32 : dtype;
+        const std::vector<float> dw0 =
+            testing::random_values(d.w_elems(), case_seed + 7, out_dtype);
+        const BwdResult r = keep ? run_wgrad(p, ow, 0.5f, -1.25f, &dw0) : run_wgrad(p, ow);
         err = r.err;
         plan = r.describe;
         EXPECT_EQ(r.info.algo, Algo::kFftFused) << plan;
@@ -106,6 +121,19 @@ TEST(FusedSweep, BackwardDataBf16) {
   sweep(Pass::kBackwardData, DType::kBF16, 50, 76);
 }
 
+TEST(FusedSweep, BackwardFilterFp32) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(Pass::kBackwardFilter, DType::kF32, 150, 77);
+}
+TEST(FusedSweep, BackwardFilterFp16) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(Pass::kBackwardFilter, DType::kF16, 50, 78);
+}
+TEST(FusedSweep, BackwardFilterBf16) {
+  FFTCONV_REQUIRE_GPU();
+  sweep(Pass::kBackwardFilter, DType::kBF16, 50, 79);
+}
+
 // Every FFT size the fused path covers: an unpadded input of 2^a x 2^b with a small kernel has
 // exactly that minimum period on each axis, and the plan takes the larger for both.
 TEST(Fused, EveryCoveredSize) {
@@ -149,6 +177,60 @@ TEST(Fused, LandmarkShapes) {
     const BwdProblem q(d, 950 + planes);
     const BwdResult b = run_dgrad(q, o);
     EXPECT_TRUE(b.err.pass(1e-5)) << d.to_string() << " dgrad: " << b.err.to_string();
+    const BwdResult w = run_wgrad(q, o);
+    EXPECT_EQ(w.info.fft_h, 128) << w.describe;
+    EXPECT_TRUE(w.err.pass(1e-5)) << d.to_string() << " wgrad: " << w.err.to_string();
+  }
+}
+
+// A batch sliced into one image a slot (5 images, 3 channels: every slot's window a partial),
+// accumulated into dw with alpha and beta, and captured in a CUDA graph.
+TEST(Fused, BackwardFilterSlicesSumInOrder) {
+  FFTCONV_REQUIRE_GPU();
+  const ConvDesc d = ConvDesc::parse("n5c3h20w17k3r7s9p3x4u1x1d1x1g3f32");
+  Options o;
+  o.algo = Algo::kFftFused;
+  const BwdProblem p(d, 961);
+  const BwdResult plain = run_wgrad(p, o);
+  EXPECT_NE(plain.describe.find("5 slices"), std::string::npos) << plain.describe;
+  EXPECT_TRUE(plain.err.pass(1e-5)) << plain.err.to_string();
+  const std::vector<float> dw0 = testing::random_values(d.w_elems(), 962, DType::kF32);
+  const BwdResult acc = run_wgrad(p, o, 2.0f, 0.5f, &dw0);
+  EXPECT_TRUE(acc.err.pass(1e-5)) << acc.err.to_string();
+
+  Plan plan(d, with_pass(o, Pass::kBackwardFilter));
+  testing::DeviceBuffer dw(4 * d.w_elems()), ws(plan.workspace_size());
+  dw.poison();
+  cudaStream_t s;
+  testing::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  cudaGraph_t graph;
+  testing::cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), s);
+  testing::cuda_check(cudaStreamEndCapture(s, &graph), "end capture");
+  cudaGraphExec_t exec;
+  testing::cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  for (int i = 0; i < 2; ++i) testing::cuda_check(cudaGraphLaunch(exec, s), "launch");
+  testing::cuda_check(cudaStreamSynchronize(s), "replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  EXPECT_TRUE(testing::compare(download(dw, d.w_elems(), DType::kF32), p.ref_dw).pass(1e-5));
+}
+
+// The depthwise rows of the suite, backward filter, as a network's training step runs them
+// (the batch sliced across the SMs, the slices' windows summed).
+TEST(Fused, BackwardFilterDepthwiseRows) {
+  FFTCONV_REQUIRE_GPU();
+  for (const char* s : {"n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
+                        "n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32",
+                        "n8c256h28w28k256r51s51p25x25u1x1d1x1g256f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    Options o;
+    o.algo = Algo::kFftFused;
+    const BwdProblem p(d, 960);
+    const BwdResult r = run_wgrad(p, o);
+    EXPECT_EQ(r.info.algo, Algo::kFftFused) << r.describe;
+    EXPECT_TRUE(r.err.pass(1e-5)) << s << ": " << r.err.to_string() << " " << r.describe;
   }
 }
 
@@ -205,11 +287,13 @@ TEST(Fused, RejectsWhatItDoesNotServe) {
   big.h = big.w = 200;
   big.r = big.s = 9;
   EXPECT_THROW(Plan(big, o), Error);
-  ConvDesc one;
-  one.h = one.w = 20;
-  one.r = one.s = 5;
   o.pass = Pass::kBackwardFilter;
-  EXPECT_THROW(Plan(one, o), Error);
+  EXPECT_THROW(Plan(dense, o), Error);
+  ConvDesc wide;  // the correlation's period: 120 + 10 rows, over 128
+  wide.h = wide.w = 120;
+  wide.r = wide.s = 21;
+  wide.pad_h = wide.pad_w = 10;
+  EXPECT_THROW(Plan(wide, o), Error);
 }
 
 }  // namespace
