@@ -241,19 +241,17 @@ FFTCONV_DFT_HD float2 slot0_times_filter(float2 pp, float2 pq, const float2* g, 
   return cadd(cmul(dc, g[p * G]), times_i(cmul(nq, g[p * G + N])));
 }
 
-/// The slot-0 part of the product for group k (slot0_pairs' bins), split for the inverse and
-/// written through out(index, value) (every value read from spec before any is written).
-#pragma nv_exec_check_disable
-template <int F, class Sink>
-FFTCONV_DFT_HD void slot0_product(int k, const float2* spec, const float2* g, Sink&& out) {
+/// The slot-0 part of the product for group k (slot0_pairs' bins), split for the inverse.
+template <int F>
+FFTCONV_DFT_HD void slot0_product(int k, float2* spec, const float2* g) {
   constexpr int N = F / 2, P = Layout<F>::kPitch;
   float2 unused;
   if (k == 0) {
     const float2 e = spec[0], o = spec[N * P];
     const float2 y0 = slot0_times_filter<F>(cadd(e, o), cadd(e, o), g, 0, 0, &unused);
     const float2 yn = slot0_times_filter<F>(csub(e, o), csub(e, o), g, N, N, &unused);
-    out(0, cadd(y0, yn));
-    out(N * P, csub(y0, yn));
+    spec[0] = cadd(y0, yn);
+    spec[N * P] = csub(y0, yn);
     return;
   }
   const float2 w = unit_root(k, F);  // w_F^k; w_F^(N-k) = -conj(w_F^k), w_F^-(N-k) = -w_F^k
@@ -261,8 +259,8 @@ FFTCONV_DFT_HD void slot0_product(int k, const float2* spec, const float2* g, Si
   if (2 * k == N) {
     float2 ykn;
     const float2 yk = slot0_times_filter<F>(cadd(ea, wo), csub(ea, wo), g, k, k + N, &ykn);
-    out(k * P, cadd(yk, ykn));
-    out((N + k) * P, cmul(csub(yk, ykn), cconj(w)));
+    spec[k * P] = cadd(yk, ykn);
+    spec[(N + k) * P] = cmul(csub(yk, ykn), cconj(w));
     return;
   }
   const int k2 = N - k;
@@ -271,47 +269,36 @@ FFTCONV_DFT_HD void slot0_product(int k, const float2* spec, const float2* g, Si
   float2 yk2n, yk2;
   const float2 yk = slot0_times_filter<F>(cadd(ea, wo), csub(eb, wob), g, k, k2 + N, &yk2n);
   const float2 ykn = slot0_times_filter<F>(csub(ea, wo), cadd(eb, wob), g, k + N, k2, &yk2);
-  out(k * P, cadd(yk, ykn));
-  out((N + k) * P, cmul(csub(yk, ykn), cconj(w)));
-  out(k2 * P, cadd(yk2, yk2n));
-  out((N + k2) * P, cmul(csub(yk2, yk2n), make_float2(-w.x, -w.y)));
+  spec[k * P] = cadd(yk, ykn);
+  spec[(N + k) * P] = cmul(csub(yk, ykn), cconj(w));
+  spec[k2 * P] = cadd(yk2, yk2n);
+  spec[(N + k2) * P] = cmul(csub(yk2, yk2n), make_float2(-w.x, -w.y));
 }
 
 /// The first radix-2 step of the inverse column transform at k: (Y[k] + Y[k+F/2]) to row k,
-/// (Y[k] - Y[k+F/2]) w_F^-k to row k + F/2 (k = h * F/4 + kk), through out(index, value).
-#pragma nv_exec_check_disable
-template <int F, int kk, class Sink>
-FFTCONV_DFT_HD void inverse_split(Sink&& out, int k, int c, int h, float2 y0, float2 y1) {
+/// (Y[k] - Y[k+F/2]) w_F^-k to row k + F/2 (k = h * F/4 + kk).
+template <int F, int kk>
+FFTCONV_DFT_HD void inverse_split(float2* spec, int k, int c, int h, float2 y0, float2 y1) {
   constexpr int N = F / 2, P = Layout<F>::kPitch;
   float2 b = twiddle<F, kk, true>(csub(y0, y1));
   if (h) b = times_i(b);
-  out(k * P + c, cadd(y0, y1));
-  out((N + k) * P + c, b);
+  spec[k * P + c] = cadd(y0, y1);
+  spec[(N + k) * P + c] = b;
 }
 
 /// Per bin: the column spectrum completed, multiplied by the filter's spectrum g ([F][F/2 + 1]),
-/// and split for the inverse, written through out(index, value) at the places of the buffer's
-/// layout. Thread (c, h) of slot c > 0 takes bins h * F/4 + kk;
+/// and split for the inverse, in place. Thread (c, h) of slot c > 0 takes bins h * F/4 + kk;
 /// slot 0 holds two real columns (bins 0 and F/2 of every row), whose groups of mirrored bins
 /// threads 0 to F/4 take, one each.
-#pragma nv_exec_check_disable
-template <int F, class Sink>
-FFTCONV_DFT_HD void cols_product(int t, const float2* spec, const float2* g, Sink&& out) {
+template <int F>
+FFTCONV_DFT_HD void cols_product(int t, float2* spec, const float2* g) {
   constexpr int N = F / 2, G = Layout<F>::kSpecRow;
   const int c = slot_of<F>(t), h = half_of<F>(t);
   each_column_bin<F>(t, spec, [&](int k, auto kc, float2 x0, float2 x1) {
-    inverse_split<F, decltype(kc)::value>(out, k, c, h, cmul(x0, g[k * G + c]),
+    inverse_split<F, decltype(kc)::value>(spec, k, c, h, cmul(x0, g[k * G + c]),
                                           cmul(x1, g[(k + N) * G + c]));
   });
-  if (t <= N / 2) slot0_product<F>(t, spec, g, out);
-}
-
-/// cols_product in place: the split product overwrites the spectrum it came from (each thread
-/// writes only the places it read).
-#pragma nv_exec_check_disable
-template <int F>
-FFTCONV_DFT_HD void cols_product(int t, float2* spec, const float2* g) {
-  cols_product<F>(t, spec, g, [spec](int i, float2 v) { spec[i] = v; });
+  if (t <= N / 2) slot0_product<F>(t, spec, g);
 }
 
 // ---- rows, inverse -------------------------------------------------------------------------------
@@ -427,6 +414,10 @@ FFTCONV_DFT_HD void step_transform(int step, int t, const float* buf, const Plan
   }
   if (step == kRowsInverse &&
       !read_by_output(t, F, geo.out_h, geo.read_off_h, geo.read_stride_h, geo.wrap)) {
+    // Not stored; defined all the same, so that no line outlives its step (a line that might
+    // flow into a later step stays live, in registers or spilled, across every phase between).
+    FFTCONV_DFT_UNROLL
+    for (int m = 0; m < F / 2; ++m) l.v[m] = make_float2(0.0f, 0.0f);
     return;
   }
   switch (step) {
@@ -517,12 +508,36 @@ FFTCONV_DFT_HD void fused_filter_program(Exec& ex, float* buf, const PlaneGeomet
   });
 }
 
+// ---- the backward filter -----------------------------------------------------------------------
+
+/// Thread t's places e = t + j F of a spectrum (Layout<F>::kSpecSize of them, F/2 + 1 a thread):
+/// dst[e] = src[e] (+ dst[e] when `add`), the loads of kBatch places issued before their stores
+/// (one pointer may be global memory: a load after a store it might alias would wait out the
+/// store's latency).
+template <int F>
+FFTCONV_DFT_HD void move_spectrum(int t, const float2* src, float2* dst, bool add) {
+  constexpr int kSpec = Layout<F>::kSpecSize, kBatch = 8;
+  for (int e0 = t; e0 < kSpec; e0 += kBatch * F) {
+    float2 v[kBatch], d[kBatch];
+    FFTCONV_DFT_UNROLL
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * F;
+      v[j] = e < kSpec ? src[e] : make_float2(0.0f, 0.0f);
+      d[j] = e < kSpec && add ? dst[e] : make_float2(0.0f, 0.0f);
+    }
+    FFTCONV_DFT_UNROLL
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * F;
+      if (e < kSpec) dst[e] = cadd(v[j], d[j]);
+    }
+  }
+}
+
 /// The backward filter of one channel over `count` images (fused_wgrad_kernel's slot): per image
 /// i, dy's spectrum (staged by copy_dy(i), placed as a filter: conjugated, times `scale`) into g,
-/// then x's (copy_x(i)) multiplied by it bin by bin and split for the inverse, summed into acc (a
-/// buffer of the plane's spectrum layout, written by the first image); last, acc transformed back
-/// and its window stored (store). g and acc are the slot's own: each place of acc is read and
-/// written by one thread only. Jobs of images at or past `count` (a shorter slice than its
+/// then x's (copy_x(i)) multiplied by it bin by bin and split for the inverse, in place, and added
+/// to acc (the first image writes it); last, acc transformed back and its window stored (store).
+/// g and acc are the slot's own. Jobs of images at or past `count` (a shorter slice than its
 /// block's others) do no work but keep the block's synchronisations. One loop over the jobs, one
 /// transform step a turn: one copy of the DFT's code.
 #pragma nv_exec_check_disable
@@ -532,7 +547,6 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
                                         int jobs_images, int count, bool active, float scale,
                                         CopyX&& copy_x, CopyDy&& copy_dy, Store&& store) {
   using L = Line<F / 2>;
-  constexpr int kSpec = Layout<F>::kSpecSize;
   float2* spec = reinterpret_cast<float2*>(buf);
 #if defined(__CUDA_ARCH__)
 #pragma unroll 1
@@ -542,11 +556,20 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
     const bool dy_job = !inverse && job % 2 == 0;
     const int image = job / 2;
     const bool on = active && (inverse ? count > 0 : image < count);
-    const PlaneGeometry& geo = dy_job ? dyg : xg;
+    // The transforms' geometry: x's (with the output window), dy's rows for its forward rows;
+    // chosen field by field where it is used (a reference chosen at run time would copy the
+    // kernel's parameters to local memory).
+    auto job_geometry = [&] {
+      PlaneGeometry geo = xg;
+      geo.src_h = dy_job ? dyg.src_h : xg.src_h;
+      geo.off_h = dy_job ? dyg.off_h : xg.off_h;
+      geo.step_h = dy_job ? dyg.step_h : xg.step_h;
+      return geo;
+    };
     ex.each([&](int t, L&) {
       if (!on) return;
       if (inverse) {
-        for (int e = t; e < kSpec; e += F) spec[e] = acc[e];
+        move_spectrum<F>(t, acc, spec, false);
       } else if (dy_job) {
         stage_source<F>(t, buf, dyg, copy_dy(image));
       } else {
@@ -560,9 +583,9 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
 #pragma unroll 1
 #endif
     for (int step = first; step <= last; ++step) {
-      ex.each([&](int t, L& l) { step_transform<F>(step, t, buf, geo, l); });
+      ex.each([&](int t, L& l) { step_transform<F>(step, t, buf, job_geometry(), l); });
       ex.sync();
-      ex.each([&](int t, L& l) { step_store<F>(step, t, buf, geo, l); });
+      ex.each([&](int t, L& l) { step_store<F>(step, t, buf, job_geometry(), l); });
       ex.sync();
     }
     ex.each([&](int t, L&) {
@@ -572,17 +595,16 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
       } else if (dy_job) {
         filter_spectrum_out<F>(t, spec, g, true, scale);
       } else {
-        const bool first_image = image == 0;
-        cols_product<F>(t, spec, g, [acc, first_image](int e, float2 v) {
-          if (first_image) {
-            acc[e] = v;
-          } else {
-            acc[e] = cadd(acc[e], v);
-          }
-        });
+        cols_product<F>(t, spec, g);
       }
     });
     ex.sync();
+    if (!inverse && !dy_job) {
+      ex.each([&](int t, L&) {
+        if (on) move_spectrum<F>(t, spec, acc, image > 0);
+      });
+      ex.sync();
+    }
   }
 }
 
