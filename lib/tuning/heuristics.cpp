@@ -231,10 +231,12 @@ double estimate_fused_us(const ConvDesc& d, int log_f, Pass pass) {
 
 double estimate_fused_wgrad_us(const ConvDesc& d, int log_f, std::int64_t slots, int per_chunk,
                                int chunks) {
-  // An image costs a slot about a convolution plane's work (two forward transforms instead of
-  // a forward and an inverse), plus its two scratch spectra's round trip through L2; the
-  // inverse at the end half a plane.
-  constexpr double kImageWork = 1.15, kInverseWork = 0.5;
+  // An image costs a slot a convolution plane's transforms (two forward ones instead of a
+  // forward and an inverse) and the round trips of its two scratch spectra through L2: 1.5 to
+  // 1.75 planes as measured on the H200 (data/results/h200/2026-12-04-wgrad/RUNS.md, run 2:
+  // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179,
+  // replknet_dw31_14 0.102); the inverse at the end half a plane.
+  constexpr double kImageWork = 1.6, kInverseWork = 0.5;
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems()) * esize;
   const double work = double(per_chunk) * kImageWork + kInverseWork;

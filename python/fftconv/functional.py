@@ -43,8 +43,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     (C, H, W), ``weight`` (K, C/groups, R, S), ``bias`` (K,) or None; ``padding`` an int, a pair
     or ``"valid"`` / ``"same"``. ``algo`` picks the implementation: ``"auto"`` (the FFT where it
     pays, else PyTorch's own cuDNN convolution), ``"fft"``, ``"fft_tiled"`` (forward only),
-    ``"fft_fused"`` (one kernel for one channel per group and FFT planes up to 128x128; forward
-    and input gradient), ``"separable"`` (a frozen low-rank filter as 1-D passes; forward and
+    ``"fft_fused"`` (one kernel for one channel per group and FFT planes up to 128x128; every
+    pass), ``"separable"`` (a frozen low-rank filter as 1-D passes; forward and
     input gradient; Auto picks it by itself for frozen filters where it pays) or ``"cudnn"``
     (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
     arithmetic inside); other floating types go to ``aten.convolution``.

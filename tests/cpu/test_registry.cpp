@@ -158,6 +158,25 @@ TEST(Fused, AutoFollowsTheMeasuredWinner) {
   }
 }
 
+// The backward filter, as measured (data/results/h200/2026-12-04-wgrad/RUNS.md, run 2, fused
+// against the staged FFT): fused on landmark_heatmaps_dw68 (0.284 against 0.546 ms),
+// replknet_dw31_14 (0.102 against 0.279) and slak_dw51_28 (0.179 against 0.427); staged on
+// replknet_dw31_56 (0.369 against 0.419) and the single plane (cold 0.023 against 0.046).
+TEST(Fused, AutoFollowsTheMeasuredWinnerForTheBackwardFilter) {
+  Options o;
+  o.backend = Backend::kGpu;
+  o.pass = Pass::kBackwardFilter;
+  for (const char* s : {"n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32",
+                        "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
+                        "n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32"}) {
+    EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFftFused) << s;
+  }
+  for (const char* s : {"n32c128h56w56k128r31s31p15x15u1x1d1x1g128f32",
+                        "n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32"}) {
+    EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFft) << s;
+  }
+}
+
 // auto_ranking (the PyTorch operators weigh the engine's best own algorithm against cuDNN's
 // estimate with it): every GPU entry that can implement the pass, cheapest first, each once,
 // with auto_first_choice its head and cuDNN among them for a plain convolution.
