@@ -516,7 +516,7 @@ FFTCONV_DFT_HD void fused_filter_program(Exec& ex, float* buf, const PlaneGeomet
 /// store's latency).
 template <int F>
 FFTCONV_DFT_HD void move_spectrum(int t, const float2* src, float2* dst, bool add) {
-  constexpr int kSpec = Layout<F>::kSpecSize, kBatch = 16;
+  constexpr int kSpec = Layout<F>::kSpecSize, kBatch = 8;
   for (int e0 = t; e0 < kSpec; e0 += kBatch * F) {
     float2 v[kBatch], d[kBatch];
     FFTCONV_DFT_UNROLL
