@@ -104,6 +104,7 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, i
 }
 
 std::size_t fused_wgrad_scratch_bytes(const FusedWgradArgs& a) {
+  if (fused_wgrad_scratch_in_smem(a.log_f)) return 0;
   return aligned(static_cast<std::size_t>(a.slots()) * 2 * fused_factor_bytes(1, a.log_f));
 }
 

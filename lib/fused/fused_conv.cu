@@ -157,7 +157,10 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_wgrad_kern
   const int chunk = active ? static_cast<int>(slot / a.c) : 0;
   const int first = chunk * a.per_chunk;
   const int count = active ? min(a.per_chunk, a.n - first) : 0;
-  float2* g = static_cast<float2*>(a.scratch) + (active ? slot : 0) * 2 * kSpec;
+  float2* g = F <= kFusedWgradSmemMaxF
+                  ? reinterpret_cast<float2*>(smem + (kBlockThreads / F) * Layout<F>::kFloats) +
+                        bp.local * 2 * kSpec
+                  : static_cast<float2*>(a.scratch) + (active ? slot : 0) * 2 * kSpec;
   float2* acc = g + kSpec;
   const fused::PlaneGeometry& xg = a.x_geo;
   const fused::PlaneGeometry& dyg = a.dy_geo;
@@ -204,6 +207,15 @@ constexpr std::size_t smem_bytes() {
   return sizeof(float) * (kBlockThreads / F) * Layout<F>::kFloats;
 }
 
+// The backward filter's: the planes' buffers, and their scratch spectra where they are kept in
+// shared memory.
+template <int F>
+constexpr std::size_t wgrad_smem_bytes() {
+  return smem_bytes<F>() + (F <= kFusedWgradSmemMaxF
+                                ? sizeof(float2) * (kBlockThreads / F) * 2 * Layout<F>::kSpecSize
+                                : 0);
+}
+
 template <int F>
 void prepare_size() {
   constexpr int bytes = static_cast<int>(smem_bytes<F>());
@@ -212,7 +224,8 @@ void prepare_size() {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_filter_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_wgrad_kernel<F>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(wgrad_smem_bytes<F>())));
 }
 
 template <int F>
@@ -233,7 +246,7 @@ template <int F>
 void launch_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
   constexpr std::int64_t kPlanes = kBlockThreads / F;
   const dim3 grid(static_cast<unsigned>((a.slots() + kPlanes - 1) / kPlanes));
-  fused_wgrad_kernel<F><<<grid, kBlockThreads, smem_bytes<F>(), stream>>>(a);
+  fused_wgrad_kernel<F><<<grid, kBlockThreads, wgrad_smem_bytes<F>(), stream>>>(a);
 }
 
 // Calls fn.template operator()<F>() for F = 2^log_f.

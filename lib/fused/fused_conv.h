@@ -99,6 +99,15 @@ int fused_wgrad_log_size(const ConvDesc& d);
 /// the batch sliced so that the slots (c x chunks) about fill `sms` SMs once.
 FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, int sms);
 
+/// Whether the backward filter's slots keep their two scratch spectra in shared memory (FFT
+/// sizes up to 32: three planes' worth a slot still leaves an SM its four blocks) rather than
+/// in the workspace, whose round trips through L2 are most of what a 64x64 or 128x128 image
+/// costs beyond its transforms.
+constexpr int kFusedWgradSmemMaxF = 32;
+constexpr bool fused_wgrad_scratch_in_smem(int log_f) {
+  return (1 << log_f) <= kFusedWgradSmemMaxF;
+}
+
 /// Workspace bytes of a backward-filter pass (scratch spectra, then the partial windows), each
 /// part 256-byte aligned.
 std::size_t fused_wgrad_scratch_bytes(const FusedWgradArgs& a);
