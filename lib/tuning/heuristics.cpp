@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "fused/fused_conv.h"
+
 namespace fftconv::detail {
 
 namespace {
@@ -234,9 +236,11 @@ double estimate_fused_wgrad_us(const ConvDesc& d, int log_f, std::int64_t slots,
   // An image costs a slot a convolution plane's transforms (two forward ones instead of a
   // forward and an inverse) and the round trips of its two scratch spectra through L2: 1.5 to
   // 1.75 planes as measured on the H200 (data/results/h200/2026-12-04-wgrad/RUNS.md, run 2:
-  // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179,
-  // replknet_dw31_14 0.102); the inverse at the end half a plane.
-  constexpr double kImageWork = 1.6, kInverseWork = 0.5;
+  // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179); with the
+  // spectra in shared memory (sizes up to 32) 1.3 (run 5: replknet_dw31_14 0.087 ms); the
+  // inverse at the end half a plane.
+  const double kImageWork = fused_wgrad_scratch_in_smem(log_f) ? 1.3 : 1.6;
+  constexpr double kInverseWork = 0.5;
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems()) * esize;
   const double work = double(per_chunk) * kImageWork + kInverseWork;
