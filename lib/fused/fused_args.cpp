@@ -1,51 +1,49 @@
 // The fused path's size rule and kernel arguments per pass (host side of lib/fused).
 #include <algorithm>
 
-
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
 #include "geometry/index_math.h"
 
 namespace fftconv::detail {
 
-int fused_log_size(const ConvDesc& d) {
-  const int lh = fused_log_extent(min_fft_h(d)), lw = fused_log_extent(min_fft_w(d));
-  return lh < 0 || lw < 0 ? -1 : std::max(lh, lw);
-}
-
-FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f) {
-  const auto i32 = [](std::int64_t v) { return static_cast<int>(v); };
-  FusedConvArgs a;
-  a.planes = d.n * d.k;
-  a.k = i32(d.k);
-  a.dtype = d.dtype;
-  a.log_f = log_f;
-  FusedGeometry& g = a.geo;
-  if (pass == Pass::kForward) {
-    g.src_h = i32(d.h);
-    g.src_w = i32(d.w);
-    g.off_h = i32(d.pad_h);
-    g.off_w = i32(d.pad_w);
-    g.out_h = i32(d.out_h());
-    g.out_w = i32(d.out_w());
-    g.read_stride_h = i32(d.stride_h);
-    g.read_stride_w = i32(d.stride_w);
-    g.wrap = true;
-  } else {
-    g.src_h = i32(d.out_h());
-    g.src_w = i32(d.out_w());
-    g.step_h = i32(d.stride_h);
-    g.step_w = i32(d.stride_w);
-    g.out_h = i32(d.h);
-    g.out_w = i32(d.w);
-    g.read_off_h = i32(d.pad_h);
-    g.read_off_w = i32(d.pad_w);
-    g.wrap = false;
-  }
-  return a;
-}
-
 namespace {
+int i32(std::int64_t v) { return static_cast<int>(v); }
+
+// The two placements of a plane: x at the padding (forward, backward filter), dy spread by the
+// stride at the origin (backward data, backward filter); no output window yet.
+FusedGeometry x_at_padding(const ConvDesc& d) {
+  FusedGeometry g;
+  g.src_h = i32(d.h);
+  g.src_w = i32(d.w);
+  g.off_h = i32(d.pad_h);
+  g.off_w = i32(d.pad_w);
+  return g;
+}
+
+FusedGeometry dy_spread(const ConvDesc& d) {
+  FusedGeometry g;
+  g.src_h = i32(d.out_h());
+  g.src_w = i32(d.out_w());
+  g.step_h = i32(d.stride_h);
+  g.step_w = i32(d.stride_w);
+  return g;
+}
+
+// The output window: out_h x out_w read at off + p * stride, wrapping past the period or not.
+FusedGeometry with_window(FusedGeometry g, std::int64_t out_h, std::int64_t out_w,
+                          std::int64_t off_h, std::int64_t off_w, std::int64_t stride_h,
+                          std::int64_t stride_w, bool wrap) {
+  g.out_h = i32(out_h);
+  g.out_w = i32(out_w);
+  g.read_off_h = i32(off_h);
+  g.read_off_w = i32(off_w);
+  g.read_stride_h = i32(stride_h);
+  g.read_stride_w = i32(stride_w);
+  g.wrap = wrap;
+  return g;
+}
+
 // The exact period of the backward filter's correlation along an axis: the forward pass's rule
 // (the same reads of the padded input: dy's support spread by the stride plus the lags), and dy,
 // placed as the filter, must not wrap onto itself.
@@ -60,6 +58,26 @@ std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 int wgrad_blocks_per_sm(int log_f) { return log_f == 7 ? 3 : 4; }
 }  // namespace
 
+int fused_log_size(const ConvDesc& d) {
+  const int lh = fused_log_extent(min_fft_h(d)), lw = fused_log_extent(min_fft_w(d));
+  return lh < 0 || lw < 0 ? -1 : std::max(lh, lw);
+}
+
+FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f) {
+  FusedConvArgs a;
+  a.planes = d.n * d.k;
+  a.k = i32(d.k);
+  a.dtype = d.dtype;
+  a.log_f = log_f;
+  // Forward: the correlation read with the stride, wrapping past the period; backward data:
+  // the convolution read at the padding.
+  a.geo = pass == Pass::kForward
+              ? with_window(x_at_padding(d), d.out_h(), d.out_w(), 0, 0, d.stride_h, d.stride_w,
+                            true)
+              : with_window(dy_spread(d), d.h, d.w, d.pad_h, d.pad_w, 1, 1, false);
+  return a;
+}
+
 int fused_wgrad_log_size(const ConvDesc& d) {
   const int lh = fused_log_extent(
       wgrad_min_extent(d.h, d.pad_h, d.eff_r(), d.stride_h, d.out_h()));
@@ -69,7 +87,6 @@ int fused_wgrad_log_size(const ConvDesc& d) {
 }
 
 FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, int sms) {
-  const auto i32 = [](std::int64_t v) { return static_cast<int>(v); };
   FusedWgradArgs a;
   a.n = i32(d.n);
   a.c = i32(d.c);
@@ -85,21 +102,9 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, i
                                                      1, std::max<std::int64_t>(d.n, 1));
   a.per_chunk = i32((d.n + want - 1) / want);
   a.chunks = i32((d.n + a.per_chunk - 1) / a.per_chunk);
-  FusedGeometry& x = a.x_geo;
-  x.src_h = i32(d.h);
-  x.src_w = i32(d.w);
-  x.off_h = i32(d.pad_h);
-  x.off_w = i32(d.pad_w);
-  x.out_h = i32(d.r);
-  x.out_w = i32(d.s);
-  x.read_stride_h = i32(d.dil_h);
-  x.read_stride_w = i32(d.dil_w);
-  x.wrap = false;
-  FusedGeometry& dy = a.dy_geo;
-  dy.src_h = i32(d.out_h());
-  dy.src_w = i32(d.out_w());
-  dy.step_h = i32(d.stride_h);
-  dy.step_w = i32(d.stride_w);
+  // The correlation of x with dy at the kernel's lags, read at the dilation.
+  a.x_geo = with_window(x_at_padding(d), d.r, d.s, 0, 0, d.dil_h, d.dil_w, false);
+  a.dy_geo = dy_spread(d);
   return a;
 }
 
