@@ -66,11 +66,14 @@ FFTCONV_API const char* cudnn_search_name(CudnnSearch s) noexcept;
 /// Parses a cuDNN search name; throws Error(kInvalidArgument) otherwise.
 FFTCONV_API CudnnSearch parse_cudnn_search(const std::string& name);
 
-/// How the FFT path picks its per-frequency GEMM tiling.
+/// How a plan picks what the cost model would otherwise decide: under Algo::kAuto on the GPU,
+/// the algorithm (the entries whose estimates are within 4x of the best, at most four, timed on
+/// the plan's shapes); in the FFT path, the per-frequency GEMM tiling and the forward pass's FFT
+/// size.
 enum class Tuning : int {
   kHeuristic = 0,   ///< the cost model in lib/tuning, no timing
-  kAutotune = 1,    ///< time every own tiling at plan time, keep the fastest (cached)
-  kExhaustive = 2,  ///< also time the cuBLAS paths (cached)
+  kAutotune = 1,    ///< time the candidates at plan time, keep the fastest (cached)
+  kExhaustive = 2,  ///< also time the cuBLAS GEMM paths (cached)
 };
 
 /// "heuristic", "autotune", "exhaustive".

@@ -97,6 +97,52 @@ TEST(Tuning, AutotuneChoosesAndCachesTheFftSize) {
   EXPECT_TRUE(second.err.pass(1e-5));
 }
 
+// Under a tuning option Auto times the algorithms whose estimates are close on the plan's own
+// shapes (landmark_batch64's backward filter: the staged and the fused FFT, estimated within
+// 6%), runs the fastest and stores it; a second plan takes it from the cache without timing.
+TEST(Tuning, AutotuneTimesTheAlgorithmsAndCachesTheWinner) {
+  FFTCONV_REQUIRE_GPU();
+  TempDir dir;
+  const std::string path = (dir.path / "cache.json").string();
+  const ConvDesc d = ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  Options o;
+  o.tuning = Tuning::kAutotune;
+  o.tuning_cache = path;
+  const BwdProblem p(d, 41);
+  const BwdResult first = run_wgrad(p, o);
+  EXPECT_NE(first.info.reason.find("timed (median of 5)"), std::string::npos)
+      << first.info.reason;
+  EXPECT_TRUE(first.err.pass(1e-5)) << first.err.to_string();
+  // The plan runs the fastest of the candidates timed.
+  int timed = 0;
+  double chosen_us = -1.0, best_us = 1e30;
+  std::string chosen_name;
+  for (const AlgoCandidate& c : first.info.candidates) {
+    const auto at = c.note.find("timed ");
+    if (at == std::string::npos) continue;
+    ++timed;
+    const double us = std::stod(c.note.substr(at + 6));
+    best_us = std::min(best_us, us);
+    if (c.chosen) {
+      chosen_us = us;
+      chosen_name = c.name;
+    }
+  }
+  EXPECT_GE(timed, 2) << first.info.reason;
+  EXPECT_EQ(chosen_us, best_us) << first.info.reason;
+  const auto rec = detail::TuningCache(path).lookup(
+      detail::tuning_device_name(),
+      "wgrad " + d.to_string() + " algorithm ws<=" + std::to_string(o.workspace_limit));
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->choice, chosen_name);
+  const BwdResult second = run_wgrad(p, o);
+  EXPECT_NE(second.info.reason.find("algorithm from tuning cache"), std::string::npos)
+      << second.info.reason;
+  EXPECT_EQ(second.info.reason.find("timed (median"), std::string::npos) << second.info.reason;
+  EXPECT_EQ(second.info.algo, first.info.algo);
+  EXPECT_TRUE(second.err.pass(1e-5)) << second.err.to_string();
+}
+
 TEST(Tuning, ExhaustiveAlsoTimesCublasAndKeepsItsOwnEntry) {
   FFTCONV_REQUIRE_GPU();
   TempDir dir;
