@@ -1,9 +1,7 @@
 // Choosing the algorithm of a plan from the implementation list: the forced entry, or Auto's
 // ranking by estimate with the cheapest entry that can be built.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "algos/registry.h"
 #include "core/check.h"
@@ -62,6 +60,7 @@ struct Ranked {
   double us;
   std::string detail;
   std::unique_ptr<ConvAlgo> built;  // built while timing
+  std::string built_reason;         // what its create() said then
   double timed_us = -1.0;           // median time where timed
 };
 
@@ -74,7 +73,7 @@ struct Ranked {
 constexpr double kTimeWithin = 4.0;
 constexpr std::size_t kMaxTimed = 4;
 constexpr int kTimedRounds = 5;
-// Inputs, output and the largest workspace of a timing; above, the estimate decides.
+// The tensors a timing reads and writes; above, the estimate decides.
 constexpr std::size_t kMaxTimingBytes = std::size_t{4} << 30;
 
 std::string algorithm_cache_key(const ConvDesc& d, const Options& o) {
@@ -133,8 +132,7 @@ int time_candidates(const ConvDesc& d, const Options& o, std::vector<Ranked>& ra
   std::vector<std::size_t> live;
   for (std::size_t i = 0; i < count; ++i) {
     try {
-      std::string unused;
-      ranked[i].built = ranked[i].factory->create(d, o, /*first=*/true, &unused);
+      ranked[i].built = ranked[i].factory->create(d, o, /*first=*/true, &ranked[i].built_reason);
       workspaces[i] = DeviceBuffer(ranked[i].built->workspace_size());
       RunArgs a = buffers.args;
       a.workspace = workspaces[i].get();
@@ -224,7 +222,7 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
     }
     std::string detail;
     const double us = f->estimate_us(d, o, &detail);
-    ranked.push_back({f, us, detail, nullptr, -1.0});
+    ranked.push_back({f, us, detail, nullptr, std::string(), -1.0});
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.us < b.us; });
@@ -258,7 +256,7 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
       continue;
     }
     try {
-      std::string size_reason;
+      std::string size_reason = ranked[i].built_reason;
       algo = ranked[i].built ? std::move(ranked[i].built)
                              : f.create(d, o, /*first=*/i == 0, &size_reason);
       c.chosen = true;
