@@ -27,15 +27,18 @@ using detail::FusedConvArgs;
 using detail::FusedFilterArgs;
 namespace fused = detail::fused;
 
-// Runs each phase for every thread of the plane in turn: each thread keeps its own line.
+// Runs each phase for every thread of the plane in turn: each thread keeps its own line. Its
+// members are declared host-device only so that the programs' host-device lambdas may call
+// them (they run on the host alone).
 template <int N>
 struct HostExec {
   std::vector<fused::Line<N>> lines = std::vector<fused::Line<N>>(2 * N);
+#pragma nv_exec_check_disable
   template <class Fn>
-  void each(Fn&& fn) {
+  __host__ __device__ void each(Fn&& fn) {
     for (int t = 0; t < 2 * N; ++t) fn(t, lines[t]);
   }
-  void sync() {}
+  __host__ __device__ void sync() {}
 };
 
 // Stages a source column from a host plane (fused_program.cuh, stage_source).
