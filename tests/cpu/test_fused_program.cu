@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "fused/fused_conv.h"
@@ -85,16 +86,25 @@ std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector
   return out;
 }
 
-std::vector<float> emulate(const ConvDesc& d, Pass pass, const std::vector<float>& src,
-                           const std::vector<float>& w, const std::vector<float>& bias) {
-  switch (detail::fused_log_size(d)) {
-    case 3: return emulate_sized<8>(d, pass, src, w, bias);
-    case 4: return emulate_sized<16>(d, pass, src, w, bias);
-    case 5: return emulate_sized<32>(d, pass, src, w, bias);
-    case 6: return emulate_sized<64>(d, pass, src, w, bias);
-    case 7: return emulate_sized<128>(d, pass, src, w, bias);
+// fn(std::integral_constant<int, F>) for F = 2^log_f, the sizes the fused path covers; an empty
+// result (and a failure naming `d`) for any other.
+template <class Fn>
+std::vector<float> with_size(int log_f, const ConvDesc& d, Fn&& fn) {
+  switch (log_f) {
+    case 3: return fn(std::integral_constant<int, 8>{});
+    case 4: return fn(std::integral_constant<int, 16>{});
+    case 5: return fn(std::integral_constant<int, 32>{});
+    case 6: return fn(std::integral_constant<int, 64>{});
+    case 7: return fn(std::integral_constant<int, 128>{});
     default: ADD_FAILURE() << "no fused size for " << d.to_string(); return {};
   }
+}
+
+std::vector<float> emulate(const ConvDesc& d, Pass pass, const std::vector<float>& src,
+                           const std::vector<float>& w, const std::vector<float>& bias) {
+  return with_size(detail::fused_log_size(d), d, [&](auto f) {
+    return emulate_sized<decltype(f)::value>(d, pass, src, w, bias);
+  });
 }
 
 // The emulated pass against the fp64 oracle.
@@ -241,14 +251,9 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
 
 std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
                                  const std::vector<float>& dy, int sms, int* chunks) {
-  switch (detail::fused_wgrad_log_size(d)) {
-    case 3: return emulate_wgrad_sized<8>(d, x, dy, sms, chunks);
-    case 4: return emulate_wgrad_sized<16>(d, x, dy, sms, chunks);
-    case 5: return emulate_wgrad_sized<32>(d, x, dy, sms, chunks);
-    case 6: return emulate_wgrad_sized<64>(d, x, dy, sms, chunks);
-    case 7: return emulate_wgrad_sized<128>(d, x, dy, sms, chunks);
-    default: ADD_FAILURE() << "no fused wgrad size for " << d.to_string(); return {};
-  }
+  return with_size(detail::fused_wgrad_log_size(d), d, [&](auto f) {
+    return emulate_wgrad_sized<decltype(f)::value>(d, x, dy, sms, chunks);
+  });
 }
 
 testing::ErrorStats check_wgrad(const ConvDesc& d, std::uint64_t seed, int sms, int* chunks) {
