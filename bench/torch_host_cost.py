@@ -42,7 +42,8 @@ DESC_FIELDS = ("n", "c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", 
 
 
 class Desc(ctypes.Structure):
-    _fields_ = [(f, ctypes.c_int64) for f in DESC_FIELDS] + [("dtype", ctypes.c_int)]
+    _fields_ = [(f, ctypes.c_int64) for f in DESC_FIELDS] + [("dtype", ctypes.c_int),
+                                                            ("border", ctypes.c_int)]
 
 
 class Options(ctypes.Structure):

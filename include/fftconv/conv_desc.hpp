@@ -16,6 +16,23 @@ enum class DType : int {
   kBF16 = 2,
 };
 
+/// What the input holds outside its planes, where the padding reaches: zeros (F.conv2d's
+/// padding), or the plane continued as F.pad's modes continue it ("reflect": mirrored about the
+/// edge pixels, "replicate": the edge pixels repeated, "circular": the plane repeated). Past
+/// one plane's extent, which F.pad rejects, reflect mirrors again and circular wraps again.
+enum class Border : int {
+  kZero = 0,
+  kReflect = 1,
+  kReplicate = 2,
+  kCircular = 3,
+};
+
+/// "zero", "reflect", "replicate", "circular".
+FFTCONV_API const char* border_name(Border b) noexcept;
+/// Parses a border name (also "zeros" and "constant", as F.pad and nn.Conv2d name zeros);
+/// throws Error(kInvalidArgument) otherwise.
+FFTCONV_API Border parse_border(const std::string& name);
+
 /// "f32", "f16", "bf16".
 FFTCONV_API const char* dtype_name(DType t) noexcept;
 /// Parses "f32" / "f16" / "bf16"; throws Error(kUnsupportedDtype) otherwise.
@@ -27,6 +44,9 @@ FFTCONV_API std::size_t dtype_size(DType t) noexcept;
 ///   y[n,k,p,q] = bias[k] + sum_{c in group(k), r, s} x[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] *
 ///   w[k, c', r, s]
 /// x is NCHW, w is KCRS with C/groups input channels per filter, y is NKHoWo, bias has K entries.
+/// With a border other than kZero, x at a row or column outside the input is the input's value
+/// at that position mapped by the border (see Border): F.conv2d of F.pad(x, mode) without
+/// padding, computed without the padded copy where the algorithm applies the border as it loads.
 struct FFTCONV_API ConvDesc {
   std::int64_t n = 1, c = 1, h = 1, w = 1;  ///< input batch, channels, height, width
   std::int64_t k = 1, r = 1, s = 1;         ///< output channels, kernel height, kernel width
@@ -35,6 +55,7 @@ struct FFTCONV_API ConvDesc {
   std::int64_t dil_h = 1, dil_w = 1;
   std::int64_t groups = 1;
   DType dtype = DType::kF32;
+  Border border = Border::kZero;  ///< what the padding holds
 
   /// Extent of the dilated kernel: (r-1)*dil_h + 1.
   std::int64_t eff_r() const { return (r - 1) * dil_h + 1; }
@@ -55,7 +76,8 @@ struct FFTCONV_API ConvDesc {
   /// Throws Error when validate() fails.
   void check() const;
 
-  /// Canonical one-line string, e.g. "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32".
+  /// Canonical one-line string, e.g. "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32"; a border other
+  /// than zeros follows the dtype: "...g1f32-reflect".
   std::string to_string() const;
   /// Inverse of to_string(); throws Error(kInvalidArgument) on a malformed string.
   static ConvDesc parse(const std::string& text);

@@ -39,6 +39,14 @@ typedef enum fftconv_dtype {
   FFTCONV_DTYPE_BF16 = 2
 } fftconv_dtype_t;
 
+/* Same values as fftconv::Border: what the input holds where the padding reaches. */
+typedef enum fftconv_border {
+  FFTCONV_BORDER_ZERO = 0,
+  FFTCONV_BORDER_REFLECT = 1,
+  FFTCONV_BORDER_REPLICATE = 2,
+  FFTCONV_BORDER_CIRCULAR = 3
+} fftconv_border_t;
+
 typedef enum fftconv_algo {
   FFTCONV_ALGO_AUTO = 0,
   FFTCONV_ALGO_FFT = 1,
@@ -79,6 +87,7 @@ typedef struct fftconv_conv_desc {
   int64_t dil_h, dil_w;
   int64_t groups;
   fftconv_dtype_t dtype;
+  fftconv_border_t border; /* FFTCONV_BORDER_ZERO: F.conv2d's zero padding */
 } fftconv_conv_desc_t;
 
 typedef struct fftconv_options {
@@ -106,7 +115,8 @@ typedef struct fftconv_options {
 
 typedef struct fftconv_plan* fftconv_plan_t;
 
-/* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32. */
+/* A descriptor with n=c=h=w=k=r=s=1, no padding, unit stride and dilation, one group, f32,
+   zero border. */
 FFTCONV_API fftconv_conv_desc_t fftconv_conv_desc_default(void);
 /* Algo auto, no workspace limit, TF32 off, forward pass, dw in the data's dtype, GPU backend,
    heuristic tuning, nothing forced (the strings NULL, the FFT size 0 x 0). The strings are copied

@@ -46,7 +46,7 @@ std::unique_ptr<ConvAlgo> build_forced(const ConvDesc& d, const Options& o, Back
                                        PlanInfo* info, std::string* reason) {
   const AlgoFactory& f = forced_entry(d, o.algo, backend);
   std::string size_reason;
-  auto algo = f.create(d, o, /*first=*/true, &size_reason);
+  auto algo = create_entry(f, d, o, /*first=*/true, &size_reason);
   AlgoCandidate c{f.name(), f.algo(), -1.0, true, "forced by Options::algo"};
   info->candidates.push_back(c);
   *reason = backend == Backend::kCpu
@@ -106,7 +106,7 @@ struct TimingBuffers {
     args.dy = dy.get();
     args.out = out.get();
   }
-  static std::size_t bytes(const ConvDesc& d, const Options& o) {
+  static std::size_t bytes(const ConvDesc& d) {
     const std::size_t es = dtype_size(d.dtype);
     return es * std::size_t(d.x_elems() + d.w_elems() + d.y_elems()) +
            4 * std::size_t(std::max({d.x_elems(), d.w_elems(), d.y_elems()}));
@@ -120,7 +120,7 @@ int time_candidates(const ConvDesc& d, const Options& o, std::vector<Ranked>& ra
                     std::size_t count, std::string* text) {
   std::size_t free_bytes = 0, total_bytes = 0;
   FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t need = TimingBuffers::bytes(d, o);
+  const std::size_t need = TimingBuffers::bytes(d);
   if (need > kMaxTimingBytes || need > free_bytes / 2) {
     *text = "not timed: its tensors (" + std::to_string(need) + " bytes) are too large to copy";
     return -1;
@@ -132,7 +132,8 @@ int time_candidates(const ConvDesc& d, const Options& o, std::vector<Ranked>& ra
   std::vector<std::size_t> live;
   for (std::size_t i = 0; i < count; ++i) {
     try {
-      ranked[i].built = ranked[i].factory->create(d, o, /*first=*/true, &ranked[i].built_reason);
+      ranked[i].built =
+          create_entry(*ranked[i].factory, d, o, /*first=*/true, &ranked[i].built_reason);
       workspaces[i] = DeviceBuffer(ranked[i].built->workspace_size());
       RunArgs a = buffers.args;
       a.workspace = workspaces[i].get();
@@ -215,13 +216,13 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
   std::vector<AlgoCandidate> rejected;
   for (const AlgoFactory* f : algorithm_list()) {
     if (f->backend() != backend) continue;
-    const Support s = f->can_implement(d, o);
+    const Support s = entry_support(*f, d, o);
     if (!s.ok()) {
       rejected.push_back({f->name(), f->algo(), -1.0, false, "not possible: " + s.reason});
       continue;
     }
     std::string detail;
-    const double us = f->estimate_us(d, o, &detail);
+    const double us = entry_estimate_us(*f, d, o, &detail);
     ranked.push_back({f, us, detail, nullptr, std::string(), -1.0});
   }
   std::stable_sort(ranked.begin(), ranked.end(),
@@ -258,7 +259,7 @@ std::unique_ptr<ConvAlgo> build_auto(const ConvDesc& d, const Options& o, Backen
     try {
       std::string size_reason = ranked[i].built_reason;
       algo = ranked[i].built ? std::move(ranked[i].built)
-                             : f.create(d, o, /*first=*/i == 0, &size_reason);
+                             : create_entry(f, d, o, /*first=*/i == 0, &size_reason);
       c.chosen = true;
       text += std::string("; chose ") + f.name() + (size_reason.empty() ? "" : "; " + size_reason);
     } catch (const Error& e) {
@@ -301,8 +302,8 @@ std::vector<RankedAlgo> auto_ranking(const ConvDesc& d, const Options& o) {
   const Backend backend = resolve_backend(o.backend);
   std::vector<RankedAlgo> ranked;
   for (const AlgoFactory* f : algorithm_list()) {
-    if (f->backend() != backend || !f->can_implement(d, o).ok()) continue;
-    ranked.push_back({f->algo(), f->estimate_us(d, o, nullptr)});
+    if (f->backend() != backend || !entry_support(*f, d, o).ok()) continue;
+    ranked.push_back({f->algo(), entry_estimate_us(*f, d, o, nullptr)});
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const RankedAlgo& a, const RankedAlgo& b) { return a.us < b.us; });

@@ -35,12 +35,32 @@ class AlgoFactory {
   /// kNotSupported or kOutOfMemory when it cannot be built here (Auto then tries the next).
   virtual std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool first,
                                            std::string* reason) const = 0;
+  /// Whether its kernels apply a border other than zeros (ConvDesc::border) as they load, in
+  /// `pass`; an entry that does not runs bordered problems through the bordered-input stage
+  /// (see create_entry).
+  virtual bool loads_border(Pass /*pass*/) const { return false; }
 
  private:
   const char* name_;
   Algo algo_;
   Backend backend_;
 };
+
+// ---- an entry on a descriptor ---------------------------------------------------------------
+// What the planner asks of an entry goes through these: with a border other than zeros, an entry
+// that does not load it (AlgoFactory::loads_border) is asked about, estimated on and built for
+// the bordered problem (bordered_desc, lib/stages/border.h) with the workspace of the bordered
+// input set aside, and what it builds is wrapped in the stage that writes the bordered input
+// (forward, backward filter) or folds its gradient back into dx (backward data).
+
+/// Whether `f` can run the pass of `o` on `d`, borders included.
+Support entry_support(const AlgoFactory& f, const ConvDesc& d, const Options& o);
+/// Its estimate (the bordered-input stage included where it takes one).
+double entry_estimate_us(const AlgoFactory& f, const ConvDesc& d, const Options& o,
+                         std::string* detail);
+/// Builds it (see AlgoFactory::create); `reason` also says how the border is applied.
+std::unique_ptr<ConvAlgo> create_entry(const AlgoFactory& f, const ConvDesc& d, const Options& o,
+                                       bool first, std::string* reason);
 
 /// "12.3 us": an estimate as the planner's texts show it.
 std::string us_text(double us);

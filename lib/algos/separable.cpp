@@ -29,6 +29,11 @@ Support separable_support(const ConvDesc& d, const Options& o, SeparableGeometry
                        "the separable path implements the forward and backward-data passes; "
                        "backward filter needs the full gradient (Algo::kFft)");
   }
+  if (d.border != Border::kZero && o.pass != Pass::kForward) {
+    return Support::no(Status::kNotSupported,
+                       std::string("the separable path applies a ") + border_name(d.border) +
+                           " border in the forward pass only");
+  }
   std::string why;
   SeparableGeometry local;
   if (!separable_geometry(d, o.pass, g ? g : &local, &why)) {
@@ -267,6 +272,8 @@ class SeparableFactory final : public AlgoFactory {
     }
     return separable_support(d, o, nullptr);
   }
+  // Its loads map rows and columns outside the input through the border (forward).
+  bool loads_border(Pass pass) const override { return pass == Pass::kForward; }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
     SeparableGeometry g;
     if (!separable_geometry(d, o.pass, &g, nullptr)) return 1e30;

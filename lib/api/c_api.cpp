@@ -82,6 +82,7 @@ fftconv::ConvDesc to_cpp(const fftconv_conv_desc_t& d) {
   c.dil_w = d.dil_w;
   c.groups = d.groups;
   c.dtype = static_cast<fftconv::DType>(raw_enum(d.dtype));
+  c.border = static_cast<fftconv::Border>(raw_enum(d.border));
   return c;
 }
 
@@ -96,6 +97,7 @@ fftconv_conv_desc_t fftconv_conv_desc_default(void) {
   d.stride_h = d.stride_w = d.dil_h = d.dil_w = 1;
   d.groups = 1;
   d.dtype = FFTCONV_DTYPE_F32;
+  d.border = FFTCONV_BORDER_ZERO;
   return d;
 }
 

@@ -23,6 +23,25 @@ DType parse_dtype(const std::string& name) {
   throw Error(Status::kUnsupportedDtype, "unknown dtype '" + name + "' (expected f32, f16 or bf16)");
 }
 
+const char* border_name(Border b) noexcept {
+  switch (b) {
+    case Border::kZero: return "zero";
+    case Border::kReflect: return "reflect";
+    case Border::kReplicate: return "replicate";
+    case Border::kCircular: return "circular";
+  }
+  return "unknown_border";
+}
+
+Border parse_border(const std::string& name) {
+  if (name == "zero" || name == "zeros" || name == "constant") return Border::kZero;
+  if (name == "reflect") return Border::kReflect;
+  if (name == "replicate") return Border::kReplicate;
+  if (name == "circular") return Border::kCircular;
+  throw Error(Status::kInvalidArgument,
+              "unknown border '" + name + "' (expected zero, reflect, replicate or circular)");
+}
+
 std::size_t dtype_size(DType t) noexcept {
   switch (t) {
     case DType::kF32: return 4;
@@ -56,6 +75,11 @@ Status ConvDesc::validate(std::string* message) const {
   if (dtype_size(dtype) == 0) {
     return fail(Status::kUnsupportedDtype,
                 "unknown dtype value " + std::to_string(static_cast<int>(dtype)));
+  }
+  if (border != Border::kZero && border != Border::kReflect && border != Border::kReplicate &&
+      border != Border::kCircular) {
+    return fail(Status::kInvalidArgument,
+                "unknown border value " + std::to_string(static_cast<int>(border)));
   }
   const struct {
     const char* name;
@@ -115,6 +139,7 @@ std::string ConvDesc::to_string() const {
   os << 'n' << n << 'c' << c << 'h' << h << 'w' << w << 'k' << k << 'r' << r << 's' << s << 'p'
      << pad_h << 'x' << pad_w << 'u' << stride_h << 'x' << stride_w << 'd' << dil_h << 'x' << dil_w
      << 'g' << groups << dtype_name(dtype);
+  if (border != Border::kZero) os << '-' << border_name(border);
   return os.str();
 }
 
@@ -151,9 +176,18 @@ ConvDesc ConvDesc::parse(const std::string& text) {
   expect('u'); d.stride_h = number(); expect('x'); d.stride_w = number();
   expect('d'); d.dil_h = number(); expect('x'); d.dil_w = number();
   expect('g'); d.groups = number();
-  const std::string rest = text.substr(pos);
+  const std::size_t dash = text.find('-', pos);
+  const std::string rest = text.substr(pos, dash == std::string::npos ? dash : dash - pos);
   if (rest != "f32" && rest != "f16" && rest != "bf16") throw bad("expected dtype f32, f16 or bf16");
   d.dtype = parse_dtype(rest);
+  if (dash != std::string::npos) {
+    pos = dash + 1;
+    const std::string border = text.substr(pos);
+    if (border != "reflect" && border != "replicate" && border != "circular") {
+      throw bad("expected border reflect, replicate or circular");
+    }
+    d.border = parse_border(border);
+  }
   return d;
 }
 
@@ -161,7 +195,7 @@ bool ConvDesc::operator==(const ConvDesc& o) const {
   return n == o.n && c == o.c && h == o.h && w == o.w && k == o.k && r == o.r && s == o.s &&
          pad_h == o.pad_h && pad_w == o.pad_w && stride_h == o.stride_h &&
          stride_w == o.stride_w && dil_h == o.dil_h && dil_w == o.dil_w && groups == o.groups &&
-         dtype == o.dtype;
+         dtype == o.dtype && border == o.border;
 }
 
 }  // namespace fftconv

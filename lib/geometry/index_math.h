@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "fftconv/conv_desc.hpp"
+
 #if defined(__CUDACC__)
 #define FFTCONV_HD __host__ __device__ __forceinline__
 #else
@@ -127,6 +129,80 @@ FFTCONV_HD std::int64_t min_fft_extent(std::int64_t in, std::int64_t pad, std::i
   if (data_end > f) f = data_end;
   if (hi - pad > f) f = hi - pad;
   return f;
+}
+
+// ---- borders (ConvDesc::border) ---------------------------------------------------------------
+
+/// The index into [0, n) whose value position i (any integer) of an axis of extent n holds
+/// under border b, or -1 where it holds a zero (Border::kZero outside [0, n)). Reflect mirrors
+/// about the edge pixels with period 2(n - 1) (n == 1: 0); replicate clamps; circular wraps.
+template <typename I = std::int64_t>
+FFTCONV_HD I border_index(index_t<I> i, index_t<I> n, Border b) {
+  if (i >= 0 && i < n) return i;
+  switch (b) {
+    case Border::kReflect: {
+      if (n == 1) return 0;
+      const I period = 2 * (n - 1);
+      I m = i % period;
+      if (m < 0) m += period;
+      return m < n ? m : period - m;
+    }
+    case Border::kReplicate:
+      return i < 0 ? 0 : n - 1;
+    case Border::kCircular: {
+      const I m = i % n;
+      return m < 0 ? m + n : m;
+    }
+    default:
+      return -1;
+  }
+}
+
+/// The positions u in [-pad, n + pad) of an axis that border b maps to index i (the adjoint of
+/// border_index, which the backward-data pass of a bordered problem sums over): at most two
+/// arithmetic progressions, u = first + t * step for t < count, and first2 + t * step for
+/// t < count2.
+template <typename I = std::int64_t>
+struct BorderPreimages {
+  I first = 0, step = 1, count = 0, first2 = 0, count2 = 0;
+};
+
+namespace border_detail {
+/// First u >= lo with u = a (mod m), and how many such u lie below hi.
+template <typename I>
+FFTCONV_HD void progression(I a, I m, I lo, I hi, I* first, I* count) {
+  I r = (a - lo) % m;
+  if (r < 0) r += m;
+  *first = lo + r;
+  *count = *first < hi ? (hi - 1 - *first) / m + 1 : 0;
+}
+}  // namespace border_detail
+
+template <typename I = std::int64_t>
+FFTCONV_HD BorderPreimages<I> border_preimages(index_t<I> i, index_t<I> n, index_t<I> pad,
+                                                Border b) {
+  BorderPreimages<I> p;
+  const I lo = -pad, hi = n + pad;
+  if (b == Border::kZero) {
+    p.first = i;
+    p.count = 1;
+  } else if (n == 1) {  // every position holds the one element
+    p.first = lo;
+    p.count = hi - lo;
+  } else if (b == Border::kReplicate) {
+    p.first = i == 0 ? lo : i;
+    p.count = (i == 0 || i == n - 1) ? pad + 1 : 1;
+  } else if (b == Border::kCircular) {
+    p.step = n;
+    border_detail::progression<I>(i, n, lo, hi, &p.first, &p.count);
+  } else {  // reflect: u = i or u = -i modulo 2(n - 1), one progression at the edge pixels
+    p.step = 2 * (n - 1);
+    border_detail::progression<I>(i, p.step, lo, hi, &p.first, &p.count);
+    if (i != 0 && i != n - 1) {
+      border_detail::progression<I>(-i, p.step, lo, hi, &p.first2, &p.count2);
+    }
+  }
+  return p;
 }
 
 }  // namespace fftconv::detail

@@ -178,6 +178,15 @@ void check_launch() {
   }
 }
 
+// The device oracles of the backward passes read zero padding; the host ones take every border.
+void require_zero_border(const ConvDesc& d, const char* pass) {
+  if (d.border != Border::kZero) {
+    throw Error(Status::kNotSupported, std::string("the device oracle of the ") + pass +
+                                           " pass takes zero borders only; use the host's [" +
+                                           d.to_string() + "]");
+  }
+}
+
 unsigned grid_for(std::int64_t work_items, std::int64_t per_block) {
   const std::int64_t blocks64 = (work_items + per_block - 1) / per_block;
   return static_cast<unsigned>(blocks64 < 1048576 ? blocks64 : 1048576);
@@ -194,6 +203,7 @@ void conv2d_forward_device(const ConvDesc& d, const float* x, const float* w, co
 
 void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float* w, double* dx,
                                  cudaStream_t stream) {
+  require_zero_border(d, "backward data");
   const std::int64_t total = d.x_elems();
   if (total <= 0) return;
   conv2d_backward_data_kernel<<<grid_for(total, kThreads), kThreads, 0, stream>>>(
@@ -203,6 +213,7 @@ void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float
 
 void conv2d_backward_filter_device(const ConvDesc& d, const float* x, const float* dy, double* dw,
                                    cudaStream_t stream) {
+  require_zero_border(d, "backward filter");
   const std::int64_t filters = d.k * d.c_per_group();
   const std::int64_t tiles_per_filter = (d.r * d.s + kTapTile - 1) / kTapTile;
   const std::int64_t total_tiles = filters * tiles_per_filter;

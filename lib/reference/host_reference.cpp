@@ -2,6 +2,7 @@
 
 #include "reference/direct_output.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace fftconv::reference {
@@ -44,7 +45,43 @@ std::vector<std::vector<Tap>> taps_per_input(std::int64_t in, std::int64_t out, 
 }
 }  // namespace
 
+namespace {
+// dx with a border other than zeros: every (output, tap) pair adds dy * w to the input element
+// its position holds (bordered_source), a scatter in the order n, k, p, q, c, r, s.
+void backward_data_bordered(const ConvDesc& d, const float* dy, const float* w, double* dx) {
+  const std::int64_t ho = d.out_h(), wo = d.out_w(), cg = d.c_per_group(), kg = d.k_per_group();
+  std::fill(dx, dx + d.x_elems(), 0.0);
+  for (std::int64_t n = 0; n < d.n; ++n) {
+    for (std::int64_t k = 0; k < d.k; ++k) {
+      const std::int64_t g = k / kg;
+      for (std::int64_t p = 0; p < ho; ++p) {
+        for (std::int64_t q = 0; q < wo; ++q) {
+          const double g_out = dy[((n * d.k + k) * ho + p) * wo + q];
+          for (std::int64_t cc = 0; cc < cg; ++cc) {
+            double* dxp = dx + (n * d.c + g * cg + cc) * d.h * d.w;
+            const float* wp = w + (k * cg + cc) * d.r * d.s;
+            for (std::int64_t r = 0; r < d.r; ++r) {
+              const std::int64_t ih =
+                  bordered_source(p * d.stride_h + r * d.dil_h - d.pad_h, d.h, d.border);
+              for (std::int64_t s = 0; s < d.s; ++s) {
+                const std::int64_t iw =
+                    bordered_source(q * d.stride_w + s * d.dil_w - d.pad_w, d.w, d.border);
+                dxp[ih * d.w + iw] += g_out * double(wp[r * d.s + s]);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
 void conv2d_backward_data_host(const ConvDesc& d, const float* dy, const float* w, double* dx) {
+  if (d.border != Border::kZero) {
+    backward_data_bordered(d, dy, w, dx);
+    return;
+  }
   const std::int64_t ho = d.out_h(), wo = d.out_w(), cg = d.c_per_group(), kg = d.k_per_group();
   const auto rows = taps_per_input(d.h, ho, d.r, d.pad_h, d.stride_h, d.dil_h);
   const auto cols = taps_per_input(d.w, wo, d.s, d.pad_w, d.stride_w, d.dil_w);
@@ -84,11 +121,13 @@ void conv2d_backward_filter_host(const ConvDesc& d, const float* x, const float*
             const float* xp = x + (n * d.c + c) * d.h * d.w;
             const float* dyp = dy + (n * d.k + k) * ho * wo;
             for (std::int64_t p = 0; p < ho; ++p) {
-              const std::int64_t ih = p * d.stride_h + r * d.dil_h - d.pad_h;
-              if (ih < 0 || ih >= d.h) continue;
+              const std::int64_t ih =
+                  bordered_source(p * d.stride_h + r * d.dil_h - d.pad_h, d.h, d.border);
+              if (ih < 0) continue;
               for (std::int64_t q = 0; q < wo; ++q) {
-                const std::int64_t iw = q * d.stride_w + s * d.dil_w - d.pad_w;
-                if (iw < 0 || iw >= d.w) continue;
+                const std::int64_t iw =
+                    bordered_source(q * d.stride_w + s * d.dil_w - d.pad_w, d.w, d.border);
+                if (iw < 0) continue;
                 acc += double(xp[ih * d.w + iw]) * double(dyp[p * wo + q]);
               }
             }

@@ -90,6 +90,7 @@ bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std:
   } else {
     s.h = {i32(d.h), i32(d.out_h()), 1, i32(d.stride_h), i32(-d.pad_h), i32(d.dil_h), i32(d.r)};
     s.w = {i32(d.w), i32(d.out_w()), 1, i32(d.stride_w), i32(-d.pad_w), i32(d.dil_w), i32(d.s)};
+    s.h.border = s.w.border = d.border;
   }
   // Every coordinate the kernel forms, and the block index, in 32 bits.
   const std::int64_t reach_h = (d.h + d.out_h()) * (d.stride_h + 1) + d.r * d.dil_h + d.pad_h;
@@ -129,8 +130,11 @@ bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std:
 namespace {
 
 // The source index of virtual coordinate v, or -1 where the source is zero (padding, the
-// stride spread of the backward pass).
-__device__ __forceinline__ int source_index(int v, const IntDivider& step, int extent) {
+// stride spread of the backward pass); with a border other than zeros (forward: step 1), the
+// index the border maps v to.
+__device__ __forceinline__ int source_index(int v, const IntDivider& step, int extent,
+                                            Border border) {
+  if (border != Border::kZero) return border_index<int>(v, extent, border);
   if (v < 0) return -1;
   if (step.divisor() != 1) {
     int q, r;
@@ -154,7 +158,7 @@ __device__ __forceinline__ void stage_source(const SeparableArgs& a, const T* __
   const int rows = a.rows, cols = a.cols, pitch = a.pitch;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int cc = lane; cc < cols; cc += 32) {
-    const int sc = source_index(u0 + cc, a.step_w_div, g.w.src);
+    const int sc = source_index(u0 + cc, a.step_w_div, g.w.src, g.w.border);
     for (int r0 = warp; r0 < rows; r0 += kWarps * kLoadBatch) {
 #if __CUDA_ARCH__ >= 800
       if constexpr (std::is_same_v<T, float>) {
@@ -162,7 +166,7 @@ __device__ __forceinline__ void stage_source(const SeparableArgs& a, const T* __
         for (int b = 0; b < kLoadBatch; ++b) {
           const int rr = r0 + b * kWarps;
           if (rr >= rows) break;
-          const int sr = source_index(v0 + rr, a.step_h_div, g.h.src);
+          const int sr = source_index(v0 + rr, a.step_h_div, g.h.src, g.h.border);
           const bool inside = sr >= 0 && sc >= 0;
           const float* gp = inside ? sp + std::int64_t(sr) * g.w.src + sc : sp;
           const unsigned dst =
@@ -178,7 +182,7 @@ __device__ __forceinline__ void stage_source(const SeparableArgs& a, const T* __
 #pragma unroll
         for (int b = 0; b < kLoadBatch; ++b) {
           const int rr = r0 + b * kWarps;
-          const int sr = rr < rows ? source_index(v0 + rr, a.step_h_div, g.h.src) : -1;
+          const int sr = rr < rows ? source_index(v0 + rr, a.step_h_div, g.h.src, g.h.border) : -1;
           in[b] = sr >= 0 && sc >= 0;
           v[b] = in[b] ? load_raw(sp + std::int64_t(sr) * g.w.src + sc) : raw_t<T>(0);
         }
@@ -394,7 +398,7 @@ struct StripStager {
 #pragma unroll
     for (int q = 0; q < separable::kStripColGroups; ++q) {
       const int cc = lane + 32 * q;
-      col[q] = cc < a.cols ? source_index(u0 + cc, a.step_w_div, a.g.w.src) : -2;
+      col[q] = cc < a.cols ? source_index(u0 + cc, a.step_w_div, a.g.w.src, a.g.w.border) : -2;
     }
   }
 
@@ -405,7 +409,7 @@ struct StripStager {
     std::int64_t row[kRowsPerWarp];  // source offset of the row, or -1 outside the source
 #pragma unroll
     for (int b = 0; b < kRowsPerWarp; ++b) {
-      const int sr = source_index(v + warp + b * kWarps, a.step_h_div, g.h.src);
+      const int sr = source_index(v + warp + b * kWarps, a.step_h_div, g.h.src, g.h.border);
       row[b] = sr >= 0 ? std::int64_t(sr) * g.w.src : -1;
     }
     float* dst = buf + warp * a.pitch + lane;

@@ -13,7 +13,8 @@
 //     output plane: it loads the tile's source region with its halo into shared memory, runs
 //     the row pass of factor i into a second shared-memory buffer, the column pass into
 //     registers, and after every source plane of the group and every factor stores the tile.
-// Both apply zero padding, the backward pass's stride spread and the dtype conversion on load.
+// Both apply the padding (zeros, or the descriptor's border in the forward pass), the backward
+// pass's stride spread and the dtype conversion on load.
 // Forward and backward data; the backward pass is a correlation of the stride-spread dy with
 // the flipped factors.
 #pragma once
@@ -73,9 +74,11 @@ inline int separable_taps_padded(std::int64_t taps) {
 /// o * read_stride + off + t * dil, t < taps; virtual row v is source row v / step when v >= 0,
 /// v % step == 0 and v / step < src extent, else zero. Forward: step 1, read stride = stride,
 /// off = -pad. Backward data: step = stride, read stride 1, off = pad - (R - 1) * dil, the
-/// factors flipped.
+/// factors flipped. A border other than zeros (forward only) maps virtual rows outside the
+/// source to the source rows it continues them with (border_index), as the loads read them.
 struct SeparableAxis {
   int src = 0, out = 0, step = 1, read_stride = 1, off = 0, dil = 1, taps = 1;
+  Border border = Border::kZero;
   /// The kernel slides kRun outputs over kRun taps in registers (read stride and dilation 1).
   bool unit() const { return read_stride == 1 && dil == 1; }
   /// Taps the kernel runs: padded to kRun on a unit axis, exact otherwise.

@@ -367,6 +367,13 @@ double estimate_direct_us(const ConvDesc& d, Pass pass) {
   return factor * flops / (rate * fill) + kLaunchUs;
 }
 
+double estimate_border_us(const ConvDesc& d, Pass /*pass*/) {
+  // Either way the stage reads one of x and its bordered planes and writes the other.
+  const double elems =
+      double(d.x_elems()) + double(d.n) * d.c * (d.h + 2 * d.pad_h) * (d.w + 2 * d.pad_w);
+  return elems * double(dtype_size(d.dtype)) / kStreamBytesPerUs + kLaunchUs;
+}
+
 std::vector<FftGeometry> ranked_fft_geometries(const ConvDesc& d, std::size_t count, Pass pass) {
   std::vector<std::pair<double, FftGeometry>> scored;
   for (std::int64_t fh : fft_size_candidates(min_fft_h(d))) {

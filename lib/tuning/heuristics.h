@@ -42,6 +42,11 @@ int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, 
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 
+/// Device time of the bordered-input stage of a problem with a border other than zeros
+/// (lib/stages/border.h): the copy into the bordered planes (forward, backward filter) or the
+/// fold of their gradient (backward data), one kernel streaming both.
+double estimate_border_us(const ConvDesc& d, Pass pass);
+
 /// The FFT size with the lowest estimate among fft_size_candidates() on each axis.
 FftGeometry choose_fft_geometry(const ConvDesc& d, Pass pass = Pass::kForward);
 /// The `count` FFT sizes with the lowest estimates, best first.

@@ -624,7 +624,7 @@ bool implements(Algo algo, const ConvDesc& d, Pass pass) {
   Options o;
   o.pass = pass;
   for (const detail::AlgoFactory* f : detail::algorithm_list()) {
-    if (f->algo() == algo) return f->can_implement(d, o).ok();
+    if (f->algo() == algo) return detail::entry_support(*f, d, o).ok();
   }
   return false;
 }

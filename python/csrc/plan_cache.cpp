@@ -21,6 +21,7 @@ std::size_t PlanKeyHash::operator()(const PlanKey& k) const noexcept {
     mix(h, static_cast<std::uint64_t>(v));
   }
   mix(h, static_cast<std::uint64_t>(d.dtype));
+  mix(h, static_cast<std::uint64_t>(d.border));
   mix(h, static_cast<std::uint64_t>(k.pass));
   mix(h, static_cast<std::uint64_t>(k.algo));
   mix(h, reinterpret_cast<std::uintptr_t>(k.filter));

@@ -39,7 +39,8 @@ err = ((y.double() - ref).norm() / ref.norm()).item()
 # exported its C++ runtime).
 class Desc(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int64) for f in ("n", "c", "h", "w", "k", "r", "s", "pad_h", "pad_w",
-                "stride_h", "stride_w", "dil_h", "dil_w", "groups")] + [("dtype", ctypes.c_int)]
+                "stride_h", "stride_w", "dil_h", "dil_w", "groups")] + [("dtype", ctypes.c_int),
+                                                                   ("border", ctypes.c_int)]
 lib.fftconv_conv_desc_default.restype = Desc
 d = lib.fftconv_conv_desc_default()
 d.h, d.w, d.r, d.s = 40, 40, 17, 17

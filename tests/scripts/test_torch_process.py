@@ -30,7 +30,8 @@ CHILD = textwrap.dedent(r"""
     class Desc(ctypes.Structure):
         _fields_ = [(f, ctypes.c_int64) for f in
                     ("n", "c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w",
-                     "dil_h", "dil_w", "groups")] + [("dtype", ctypes.c_int)]
+                     "dil_h", "dil_w", "groups")] + [("dtype", ctypes.c_int),
+                                                     ("border", ctypes.c_int)]
 
     lib.fftconv_conv_desc_default.restype = Desc
     lib.fftconv_last_error_message.restype = ctypes.c_char_p
