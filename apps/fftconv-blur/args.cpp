@@ -72,8 +72,9 @@ int parse_args(int argc, char** argv, Args& a) {
 
   const char* const kRun = "Run";
   app.add_option("--border", a.border,
-                 "what lies beyond the edges (default reflect: the image mirrored)")
-      ->type_name("zero|reflect")
+                 "what lies beyond the edges (default reflect: the image mirrored; replicate: "
+                 "the edge pixels repeated; circular: the image repeated)")
+      ->type_name("zero|reflect|replicate|circular")
       ->group(kRun);
   app.add_option("--device", a.device, "where to run (default auto: the GPU when there is one)")
       ->type_name("gpu|cpu|auto")

@@ -15,25 +15,21 @@
 
 namespace blur {
 
-/// What lies beyond the image edge.
-enum class Border {
-  kZero,     ///< zeros (the convolution's own zero padding): edges darken
-  kReflect,  ///< the image mirrored about its edge pixel (d c b | a b c d | c b a), repeatedly
-};
+/// What lies beyond the image edge: the convolution's own border (fftconv::Border), which the
+/// plan applies as it reads the image. kZero: zeros, edges darken; kReflect: the image mirrored
+/// about its edge pixel (d c b | a b c d | c b a), repeatedly (OpenCV's BORDER_REFLECT_101);
+/// kReplicate: the edge pixels repeated; kCircular: the image repeated.
+using Border = fftconv::Border;
 
 const char* border_name(Border b);
-/// Parses "zero" or "reflect"; throws UserError otherwise.
+/// Parses "zero", "reflect", "replicate" or "circular"; throws UserError otherwise.
 Border parse_border(const std::string& name);
-
-/// Index into [0, n) of coordinate i reflected about the edge pixels (numpy's 'reflect',
-/// OpenCV's BORDER_REFLECT_101), for any distance outside; 0 when n == 1.
-std::int64_t reflect_index(std::int64_t i, std::int64_t n);
 
 /// Times of one batch, in milliseconds (host clock). Per image: divide by `images`.
 struct BatchTiming {
   int images = 0;
   double plan_ms = 0.0;      ///< building a plan (0 when one was reused)
-  double prepare_ms = 0.0;   ///< border padding into the input tensor
+  double prepare_ms = 0.0;   ///< the images' planes into the input tensor
   double upload_ms = 0.0;    ///< host to device (GPU only)
   double forward_ms = 0.0;   ///< Plan::forward until its results are ready
   double download_ms = 0.0;  ///< device to host (GPU only)

@@ -6,12 +6,15 @@
 
 namespace blur {
 
-const char* border_name(Border b) { return b == Border::kZero ? "zero" : "reflect"; }
+const char* border_name(Border b) { return fftconv::border_name(b); }
 
 Border parse_border(const std::string& name) {
   if (name == "zero") return Border::kZero;
   if (name == "reflect") return Border::kReflect;
-  throw UserError("unknown border '" + name + "' (expected zero or reflect)");
+  if (name == "replicate") return Border::kReplicate;
+  if (name == "circular") return Border::kCircular;
+  throw UserError("unknown border '" + name +
+                  "' (expected zero, reflect, replicate or circular)");
 }
 
 }  // namespace blur

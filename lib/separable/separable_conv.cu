@@ -72,11 +72,14 @@ std::size_t SeparableGeometry::smem_bytes(int rank) const {
 }
 
 std::string separable_kernel_text(const SeparableGeometry& g) {
+  const std::string border = g.h.border == Border::kZero
+                                 ? std::string()
+                                 : std::string(", border ") + border_name(g.h.border) + " on load";
   if (g.strip()) {
     return "strips of " + std::to_string(kStripW) + " columns, segments of " +
-           std::to_string(g.segment_rows()) + " rows";
+           std::to_string(g.segment_rows()) + " rows" + border;
   }
-  return "tiles of " + std::to_string(g.tile_h) + "x" + std::to_string(kTileW);
+  return "tiles of " + std::to_string(g.tile_h) + "x" + std::to_string(kTileW) + border;
 }
 
 bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std::string* why) {

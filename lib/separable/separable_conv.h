@@ -139,7 +139,7 @@ inline std::size_t separable_factor_floats(std::int64_t planes, int rank, std::i
 }
 
 /// The kernel and its blocks, for describe(): "strips of 32 columns, segments of 96 rows" or
-/// "tiles of 64x32".
+/// "tiles of 64x32", and ", border reflect on load" where it applies one.
 std::string separable_kernel_text(const SeparableGeometry& g);
 
 /// Raises the kernels' shared-memory limits (kMaxSmemBytes for the tile kernel,

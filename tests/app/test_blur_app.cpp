@@ -64,16 +64,27 @@ class BlurApp : public ::testing::Test {
 };
 
 // The reference: y[c,p,q] = sum_{i,j} k[i,j] * x[c, p+i-hr, q+j-hc] in double, the border by
-// mirroring step by step (independent of the app's index formula), rounded and clamped as a PNG
-// stores it.
-std::vector<int> oracle(const blur::Image& im, const blur::Kernel& k, bool reflect) {
+// mirroring (wrapping) step by step or clamping (independent of the engine's index formulas),
+// rounded and clamped as a PNG stores it.
+std::vector<int> oracle(const blur::Image& im, const blur::Kernel& k, blur::Border border) {
   const int hr = (k.rows - 1) / 2, hc = (k.cols - 1) / 2;
-  auto mirror = [](int i, int n) {
-    if (n == 1) return 0;
-    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
-    return i;
+  auto source = [&](int i, int n) {  // -1: zero
+    if (i >= 0 && i < n) return i;
+    switch (border) {
+      case blur::Border::kReflect:
+        if (n == 1) return 0;
+        while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+        return i;
+      case blur::Border::kReplicate:
+        return i < 0 ? 0 : n - 1;
+      case blur::Border::kCircular:
+        while (i < 0) i += n;
+        while (i >= n) i -= n;
+        return i;
+      default:
+        return -1;
+    }
   };
-  std::vector<int> rows(im.height + k.rows), cols(im.width + k.cols);
   std::vector<int> out(im.planes.size());
   for (int c = 0; c < im.channels; ++c) {
     const float* x = im.plane(c);
@@ -81,19 +92,13 @@ std::vector<int> oracle(const blur::Image& im, const blur::Kernel& k, bool refle
       for (int qq = 0; qq < im.width; ++qq) {
         double acc = 0.0;
         for (int i = 0; i < k.rows; ++i) {
-          int y = p + i - hr;
-          if (y < 0 || y >= im.height) {
-            if (!reflect) continue;
-            y = mirror(y, im.height);
-          }
+          const int y = source(p + i - hr, im.height);
+          if (y < 0) continue;
           const float* row = x + std::size_t(y) * im.width;
           const float* kr = k.values.data() + std::size_t(i) * k.cols;
           for (int j = 0; j < k.cols; ++j) {
-            int xx = qq + j - hc;
-            if (xx < 0 || xx >= im.width) {
-              if (!reflect) continue;
-              xx = mirror(xx, im.width);
-            }
+            const int xx = source(qq + j - hc, im.width);
+            if (xx < 0) continue;
             acc += double(kr[j]) * double(row[xx]);
           }
         }
@@ -109,13 +114,13 @@ std::vector<int> oracle(const blur::Image& im, const blur::Kernel& k, bool refle
 
 // Compares a written PNG with the oracle: every pixel within one level, nearly all equal.
 void expect_matches_oracle(const fs::path& input, const fs::path& output, const blur::Kernel& k,
-                           bool reflect) {
+                           blur::Border border) {
   const blur::Image in = blur::load_image(input.string());
   const blur::Image out = blur::load_image(output.string());
   ASSERT_EQ(out.width, in.width) << output;
   ASSERT_EQ(out.height, in.height) << output;
   ASSERT_EQ(out.channels, in.channels) << output;
-  const std::vector<int> ref = oracle(in, k, reflect);
+  const std::vector<int> ref = oracle(in, k, border);
   std::size_t equal = 0, worst_at = 0;
   int worst = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
@@ -155,7 +160,7 @@ TEST_F(BlurApp, ShippedPhotoMatchesOracle) {
   EXPECT_TRUE(contains(r.output, "backend=cpu")) << r.output;
   EXPECT_TRUE(contains(r.output, "chelsea_blur.png: blur ")) << r.output;
   expect_matches_oracle(in, dir_ / "chelsea_blur.png", blur::gaussian_kernel(45, 45, 44.0 / 6),
-                        true);
+                        blur::Border::kReflect);
 }
 
 TEST_F(BlurApp, ZeroBorderWithNonSquareNpyKernel) {
@@ -168,7 +173,25 @@ TEST_F(BlurApp, ZeroBorderWithNonSquareNpyKernel) {
   const RunResult r = run("--device cpu --border zero --kernel " + q(dir_ / "k.npy") + " -o " +
                           q(dir_ / "cam.png") + " " + q(in));
   ASSERT_EQ(r.status, 0) << r.output;
-  expect_matches_oracle(in, dir_ / "cam.png", k, false);
+  expect_matches_oracle(in, dir_ / "cam.png", k, blur::Border::kZero);
+}
+
+// Replicate and circular borders, with a kernel wider than the image's short side (the plan
+// reads beyond one extent: circular wraps again).
+TEST_F(BlurApp, ReplicateAndCircularBorders) {
+  const fs::path images = dir_ / "in";
+  ASSERT_EQ(std::system((kMakeImages + " --test-images " + q(images)).c_str()), 0);
+  const fs::path in = images / "noise_rgba_33x17.png";
+  const blur::Kernel k = blur::gaussian_kernel(21, 41, 6.0);
+  for (blur::Border b : {blur::Border::kReplicate, blur::Border::kCircular}) {
+    const std::string name = std::string(blur::border_name(b)) + ".png";
+    const RunResult r = run("--device cpu --size 21x41 --sigma 6 --border " +
+                            std::string(blur::border_name(b)) + " -o " + q(dir_ / name) + " " +
+                            q(in));
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, std::string("border ") + blur::border_name(b))) << r.output;
+    expect_matches_oracle(in, dir_ / name, k, b);
+  }
 }
 
 TEST_F(BlurApp, GeneratedImagesEveryFormatAndBatches) {
@@ -191,7 +214,8 @@ TEST_F(BlurApp, GeneratedImagesEveryFormatAndBatches) {
     for (const char* ext : {".png", ".pgm", ".ppm"}) {
       if (fs::exists(images / (std::string(name) + ext))) in = images / (std::string(name) + ext);
     }
-    expect_matches_oracle(in, dir_ / "out" / (std::string(name) + "_blur.png"), k, true);
+    expect_matches_oracle(in, dir_ / "out" / (std::string(name) + "_blur.png"), k,
+                          blur::Border::kReflect);
   }
 }
 
@@ -216,7 +240,8 @@ TEST_F(BlurApp, ShippedKernelFilesEqualTheBuiltInGaussian) {
   const blur::Kernel k = blur::load_kernel(kernels + ".txt");
   const blur::Image out = blur::load_image((dir_ / "a.png").string());
   EXPECT_EQ(out.planes[50 * 101 + 50], std::nearbyint(255.0 * k.values[22 * 45 + 22]));
-  expect_matches_oracle(impulse, dir_ / "a.png", blur::gaussian_kernel(45, 45, 7.0), true);
+  expect_matches_oracle(impulse, dir_ / "a.png", blur::gaussian_kernel(45, 45, 7.0),
+                        blur::Border::kReflect);
 }
 
 // ---- bad inputs ----------------------------------------------------------------------------
@@ -389,20 +414,12 @@ TEST_F(BlurApp, GpuRequestedWithoutGpu) {
 
 // ---- pieces --------------------------------------------------------------------------------
 
-TEST(BlurPieces, ReflectIndexMirrorsAboutTheEdgePixels) {
-  EXPECT_EQ(blur::reflect_index(-1, 4), 1);
-  EXPECT_EQ(blur::reflect_index(-3, 4), 3);
-  EXPECT_EQ(blur::reflect_index(4, 4), 2);
-  EXPECT_EQ(blur::reflect_index(-4, 4), 2);  // beyond one width: mirrored again
-  EXPECT_EQ(blur::reflect_index(7, 4), 1);
-  EXPECT_EQ(blur::reflect_index(-5, 1), 0);
-  for (int n = 1; n < 9; ++n) {
-    for (int i = -40; i < 40; ++i) {
-      int m = i;  // mirror step by step
-      while (n > 1 && (m < 0 || m >= n)) m = m < 0 ? -m : 2 * (n - 1) - m;
-      EXPECT_EQ(blur::reflect_index(i, n), n == 1 ? 0 : m) << i << " " << n;
-    }
+TEST(BlurPieces, BorderNamesRoundTrip) {
+  for (blur::Border b : {blur::Border::kZero, blur::Border::kReflect, blur::Border::kReplicate,
+                         blur::Border::kCircular}) {
+    EXPECT_EQ(blur::parse_border(blur::border_name(b)), b);
   }
+  EXPECT_THROW(blur::parse_border("wrap"), blur::UserError);
 }
 
 TEST(BlurPieces, TextKernelsAllowCommentsCommasAndTabs) {
