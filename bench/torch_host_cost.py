@@ -134,7 +134,7 @@ def main(argv=None):
             "c_api_null": null_call,
             "op_frozen": lambda: op(x, w, None, *lists, "auto"),
             "op_no_grad": no_grad(lambda: op(x, wg, None, *lists, "auto")),
-            "direct_no_grad": no_grad(lambda: direct(x, wg, None, *lists, "auto")),
+            "direct_no_grad": no_grad(lambda: direct(x, wg, None, *lists, "auto", "zeros")),
             "conv2d_no_grad": no_grad(lambda: fftconv.conv2d(x, wg, **geo)),
             "conv2d_grad": lambda: fftconv.conv2d(x, wg, **geo),
             "torch_no_grad": no_grad(lambda: F.conv2d(x, wg, **geo)),

@@ -23,14 +23,14 @@ namespace fftconv::torch_ext {
 at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                       c10::string_view algo) {
+                       c10::string_view algo, c10::string_view padding_mode) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("fftconv::conv2d", "")
           .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
                             at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
-                            c10::string_view)>();
-  return op.call(x, w, bias, stride, padding, dilation, groups, algo);
+                            c10::string_view, c10::string_view)>();
+  return op.call(x, w, bias, stride, padding, dilation, groups, algo, padding_mode);
 }
 
 namespace {
@@ -39,24 +39,26 @@ using torch::autograd::variable_list;
 
 using GradSignature = at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef,
                                  at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
-                                 c10::string_view);
+                                 c10::string_view, c10::string_view);
 
 at::Tensor call_input_grad(const at::Tensor& dy, const at::Tensor& w, c10::SymIntArrayRef x_size,
                            at::IntArrayRef stride, at::IntArrayRef padding,
-                           at::IntArrayRef dilation, int64_t groups, c10::string_view algo) {
+                           at::IntArrayRef dilation, int64_t groups, c10::string_view algo,
+                           c10::string_view padding_mode) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("fftconv::conv2d_input_grad", "")
                              .typed<GradSignature>();
-  return op.call(dy, w, x_size, stride, padding, dilation, groups, algo);
+  return op.call(dy, w, x_size, stride, padding, dilation, groups, algo, padding_mode);
 }
 
 at::Tensor call_weight_grad(const at::Tensor& dy, const at::Tensor& x, c10::SymIntArrayRef w_size,
                             at::IntArrayRef stride, at::IntArrayRef padding,
-                            at::IntArrayRef dilation, int64_t groups, c10::string_view algo) {
+                            at::IntArrayRef dilation, int64_t groups, c10::string_view algo,
+                           c10::string_view padding_mode) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("fftconv::conv2d_weight_grad", "")
                              .typed<GradSignature>();
-  return op.call(dy, x, w_size, stride, padding, dilation, groups, algo);
+  return op.call(dy, x, w_size, stride, padding, dilation, groups, algo, padding_mode);
 }
 
 // A pair of ints (the operators' schemas take int[2]; the kernels check the length).
@@ -70,22 +72,29 @@ struct Pair {
 };
 
 // The non-tensor arguments, kept by a backward node: fixed-size, no allocation per call. `algo`
-// is the canonical name (a static string), or the caller's text where it is not one, which the
-// kernel then rejects with its message.
+// and `mode` are canonical names (static strings), or the caller's text where one is not,
+// which the kernel then rejects with its message.
 struct Params {
   Pair stride, padding, dilation;
   int64_t groups = 1;
-  std::string algo_text;  // only for a name that is not canonical
+  std::string algo_text, mode_text;  // only for a name that is not canonical
   const char* algo = nullptr;
+  const char* mode = nullptr;
 
-  Params(at::IntArrayRef st, at::IntArrayRef pa, at::IntArrayRef di, int64_t g, c10::string_view a)
+  Params(at::IntArrayRef st, at::IntArrayRef pa, at::IntArrayRef di, int64_t g, c10::string_view a,
+         c10::string_view m)
       : stride(st), padding(pa), dilation(di), groups(g) {
     for (const char* name : {"auto", "fft", "fft_tiled", "fft_fused", "separable", "cudnn"}) {
       if (a == name) algo = name;
     }
     if (!algo) algo_text = std::string(a);
+    for (const char* name : {"zeros", "reflect", "replicate", "circular"}) {
+      if (m == name) mode = name;
+    }
+    if (!mode) mode_text = std::string(m);
   }
   c10::string_view algo_name() const { return algo ? c10::string_view(algo) : algo_text; }
+  c10::string_view mode_name() const { return mode ? c10::string_view(mode) : mode_text; }
 };
 
 // A tensor's sizes, kept by a backward node (4-D: the kernels check).
@@ -133,11 +142,11 @@ struct Conv2dBackward final : public FftconvNode {
     if (task_should_compute_output(0)) {
       const TrainingSpectrumOffer offer(spectrum_);
       out[0] = call_input_grad(dy, unpack(w_), x_size, p.stride, p.padding, p.dilation, p.groups,
-                               p.algo_name());
+                               p.algo_name(), p.mode_name());
     }
     if (task_should_compute_output(1)) {
       out[1] = call_weight_grad(dy, unpack(x_), w_size, p.stride, p.padding, p.dilation, p.groups,
-                                p.algo_name());
+                                p.algo_name(), p.mode_name());
     }
     if (task_should_compute_output(2)) out[2] = dy.sum({0, 2, 3});
     return out;
@@ -162,11 +171,11 @@ struct InputGradBackward final : public FftconvNode {
     const Params& p = params;
     if (task_should_compute_output(0)) {
       out[0] = call_conv2d(g, unpack(w_), std::nullopt, p.stride, p.padding, p.dilation, p.groups,
-                           p.algo_name());
+                           p.algo_name(), p.mode_name());
     }
     if (task_should_compute_output(1)) {
       out[1] = call_weight_grad(unpack(dy_), g, w_size, p.stride, p.padding, p.dilation, p.groups,
-                                p.algo_name());
+                                p.algo_name(), p.mode_name());
     }
     return out;
   }
@@ -190,11 +199,11 @@ struct WeightGradBackward final : public FftconvNode {
     const Params& p = params;
     if (task_should_compute_output(0)) {
       out[0] = call_conv2d(unpack(x_), g, std::nullopt, p.stride, p.padding, p.dilation, p.groups,
-                           p.algo_name());
+                           p.algo_name(), p.mode_name());
     }
     if (task_should_compute_output(1)) {
       out[1] = call_input_grad(unpack(dy_), g, x_size, p.stride, p.padding, p.dilation, p.groups,
-                               p.algo_name());
+                               p.algo_name(), p.mode_name());
     }
     return out;
   }
@@ -210,13 +219,14 @@ std::shared_ptr<NodeT> make_node(Params p, torch::autograd::edge_list edges) {
 at::Tensor conv2d_autograd(const at::Tensor& x, const at::Tensor& w,
                            const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                            at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                           c10::string_view algo) {
+                           c10::string_view algo, c10::string_view padding_mode) {
   using torch::autograd::compute_requires_grad;
   const bool need_x = compute_requires_grad(x), need_w = compute_requires_grad(w);
   const bool need_b = compute_requires_grad(bias);
   std::shared_ptr<Conv2dBackward> node;
   if (need_x || need_w || need_b) {
-    node = make_node<Conv2dBackward>(Params(stride, padding, dilation, groups, algo),
+    node = make_node<Conv2dBackward>(
+        Params(stride, padding, dilation, groups, algo, padding_mode),
                                      torch::autograd::collect_next_edges(x, w, bias));
     if (need_w) node->x_ = torch::autograd::SavedVariable(x, false);  // dw needs x
     if (need_x) node->w_ = torch::autograd::SavedVariable(w, false);  // dx needs w
@@ -230,10 +240,10 @@ at::Tensor conv2d_autograd(const at::Tensor& x, const at::Tensor& w,
     // spectrum for the node's backward-data call.
     if (need_x && need_w) {
       const TrainingSpectrumRequest request;
-      y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo);
+      y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo, padding_mode);
       node->spectrum_ = take_training_spectrum();
     } else {
-      y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo);
+      y = call_conv2d(x, w, bias, stride, padding, dilation, groups, algo, padding_mode);
     }
   }
   if (node) torch::autograd::set_history(y, node);
@@ -243,12 +253,13 @@ at::Tensor conv2d_autograd(const at::Tensor& x, const at::Tensor& w,
 at::Tensor input_grad_autograd(const at::Tensor& dy, const at::Tensor& w,
                                c10::SymIntArrayRef x_size, at::IntArrayRef stride,
                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                               c10::string_view algo) {
+                               c10::string_view algo, c10::string_view padding_mode) {
   using torch::autograd::compute_requires_grad;
   const bool need_dy = compute_requires_grad(dy), need_w = compute_requires_grad(w);
   std::shared_ptr<InputGradBackward> node;
   if (need_dy || need_w) {
-    node = make_node<InputGradBackward>(Params(stride, padding, dilation, groups, algo),
+    node = make_node<InputGradBackward>(
+        Params(stride, padding, dilation, groups, algo, padding_mode),
                                         torch::autograd::collect_next_edges(dy, w));
     if (need_w) node->dy_ = torch::autograd::SavedVariable(dy, false);
     if (need_dy) node->w_ = torch::autograd::SavedVariable(w, false);
@@ -257,7 +268,7 @@ at::Tensor input_grad_autograd(const at::Tensor& dy, const at::Tensor& w,
   at::Tensor dx;
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    dx = call_input_grad(dy, w, x_size, stride, padding, dilation, groups, algo);
+    dx = call_input_grad(dy, w, x_size, stride, padding, dilation, groups, algo, padding_mode);
   }
   if (node) torch::autograd::set_history(dx, node);
   return dx;
@@ -266,12 +277,13 @@ at::Tensor input_grad_autograd(const at::Tensor& dy, const at::Tensor& w,
 at::Tensor weight_grad_autograd(const at::Tensor& dy, const at::Tensor& x,
                                 c10::SymIntArrayRef w_size, at::IntArrayRef stride,
                                 at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                                c10::string_view algo) {
+                                c10::string_view algo, c10::string_view padding_mode) {
   using torch::autograd::compute_requires_grad;
   const bool need_dy = compute_requires_grad(dy), need_x = compute_requires_grad(x);
   std::shared_ptr<WeightGradBackward> node;
   if (need_dy || need_x) {
-    node = make_node<WeightGradBackward>(Params(stride, padding, dilation, groups, algo),
+    node = make_node<WeightGradBackward>(
+        Params(stride, padding, dilation, groups, algo, padding_mode),
                                          torch::autograd::collect_next_edges(dy, x));
     if (need_x) node->dy_ = torch::autograd::SavedVariable(dy, false);
     if (need_dy) node->x_ = torch::autograd::SavedVariable(x, false);
@@ -280,7 +292,7 @@ at::Tensor weight_grad_autograd(const at::Tensor& dy, const at::Tensor& x,
   at::Tensor dw;
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    dw = call_weight_grad(dy, x, w_size, stride, padding, dilation, groups, algo);
+    dw = call_weight_grad(dy, x, w_size, stride, padding, dilation, groups, algo, padding_mode);
   }
   if (node) torch::autograd::set_history(dw, node);
   return dw;
@@ -293,7 +305,7 @@ template <c10::DeviceType kDevice>
 at::Tensor conv2d_autocast(const at::Tensor& x, const at::Tensor& w,
                            const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                            at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                           c10::string_view algo) {
+                           c10::string_view algo, c10::string_view padding_mode) {
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(
       kDevice == c10::DeviceType::CUDA ? c10::DispatchKey::AutocastCUDA
                                        : c10::DispatchKey::AutocastCPU);
@@ -302,7 +314,7 @@ at::Tensor conv2d_autocast(const at::Tensor& x, const at::Tensor& w,
   if (bias && bias->defined()) b = at::autocast::cached_cast(to, *bias, kDevice);
   return call_conv2d(at::autocast::cached_cast(to, x, kDevice),
                      at::autocast::cached_cast(to, w, kDevice), b, stride, padding, dilation,
-                     groups, algo);
+                     groups, algo, padding_mode);
 }
 
 }  // namespace

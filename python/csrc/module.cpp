@@ -124,9 +124,10 @@ PyObject* build_info(PyObject*, PyObject*) {
 }
 
 // ---- conv2d without torch.ops' generic argument parsing ---------------------------------------
-// _conv2d(input, weight, bias, stride, padding, dilation, groups, algo): the same call of the
-// operator fftconv::conv2d through the dispatcher (autograd, autocast and dispatch modes apply),
-// for exact torch.Tensor arguments outside torch.compile; fftconv.conv2d decides when.
+// _conv2d(input, weight, bias, stride, padding, dilation, groups, algo, padding_mode): the same
+// call of the operator fftconv::conv2d through the dispatcher (autograd, autocast and dispatch
+// modes apply), for exact torch.Tensor arguments outside torch.compile; fftconv.conv2d decides
+// when.
 
 // An int, or a tuple or list of one or two ints (F.conv2d's forms).
 bool parse_pair(PyObject* o, const char* name, std::array<int64_t, 2>& out) {
@@ -148,8 +149,8 @@ bool parse_pair(PyObject* o, const char* name, std::array<int64_t, 2>& out) {
 
 PyObject* conv2d_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != 8) {
-    PyErr_SetString(PyExc_TypeError, "_conv2d takes 8 arguments");
+  if (nargs != 9) {
+    PyErr_SetString(PyExc_TypeError, "_conv2d takes 9 arguments");
     return nullptr;
   }
   if (!THPVariable_Check(args[0]) || !THPVariable_Check(args[1]) ||
@@ -167,6 +168,9 @@ PyObject* conv2d_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_ssize_t algo_len = 0;
   const char* algo = PyUnicode_AsUTF8AndSize(args[7], &algo_len);
   if (algo == nullptr) return nullptr;
+  Py_ssize_t mode_len = 0;
+  const char* mode = PyUnicode_AsUTF8AndSize(args[8], &mode_len);
+  if (mode == nullptr) return nullptr;
   const at::Tensor& x = THPVariable_Unpack(args[0]);
   const at::Tensor& w = THPVariable_Unpack(args[1]);
   std::optional<at::Tensor> b;
@@ -175,7 +179,8 @@ PyObject* conv2d_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   {
     const pybind11::gil_scoped_release no_gil;
     y = fftconv::torch_ext::call_conv2d(x, w, b, stride, padding, dilation, groups,
-                                           c10::string_view(algo, algo_len));
+                                        c10::string_view(algo, algo_len),
+                                        c10::string_view(mode, mode_len));
   }
   return THPVariable_Wrap(std::move(y));
   END_HANDLE_TH_ERRORS

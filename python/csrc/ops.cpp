@@ -1,6 +1,7 @@
 // The fftconv operators of PyTorch: schemas, and their CUDA and CPU kernels.
 //
-//   fftconv::conv2d(input, weight, bias?, stride, padding, dilation, groups, algo) -> Tensor
+//   fftconv::conv2d(input, weight, bias?, stride, padding, dilation, groups, algo,
+//                   padding_mode="zeros") -> Tensor
 //   fftconv::conv2d_input_grad(grad_output, weight, input_size, ...) -> Tensor   (backward data)
 //   fftconv::conv2d_weight_grad(grad_output, input, weight_size, ...) -> Tensor  (backward filter)
 //
@@ -28,6 +29,7 @@
 #include <string>
 
 #include "algos/registry.h"
+#include "geometry/index_math.h"
 #include "ops.h"
 #include "plan_cache.h"
 #include "training_spectrum.h"
@@ -104,6 +106,7 @@ ConvDesc make_desc(const char* op, at::IntArrayRef in, at::IntArrayRef wt, const
   d.dil_h = p.dilation[0], d.dil_w = p.dilation[1];
   d.groups = p.groups;
   d.dtype = dtype;
+  d.border = p.border;
   if (d.n == 0) return d;  // empty batch: no plan, handled by the caller
   std::string why;
   if (d.validate(&why) != Status::kSuccess) {
@@ -581,14 +584,57 @@ auto engine_call(const ConvDesc& d, Pass pass, F&& f) {
 }
 
 // ---- aten fallbacks ----------------------------------------------------------------------------
+// With a padding_mode other than zeros, aten runs the bordered problem: each plane continued by
+// the border (an index_select by the engine's border map), convolved without padding, and the
+// gradient of the bordered planes folded back (index_add over the same map).
+
+// The padding's storage for the bordered problem's parameters.
+constexpr std::array<int64_t, 2> kNoPadding{0, 0};
+
+ConvParams unpadded(const ConvParams& p) {
+  return ConvParams{p.stride, at::IntArrayRef(kNoPadding), p.dilation, p.groups, Border::kZero};
+}
+
+// Element of an h x w plane that each element of the bordered plane holds.
+at::Tensor border_map(const ConvParams& p, int64_t h, int64_t w, const at::Device& device) {
+  const int64_t hb = h + 2 * p.padding[0], wb = w + 2 * p.padding[1];
+  at::Tensor map = at::empty({hb * wb}, at::TensorOptions().dtype(at::kLong));
+  int64_t* m = map.data_ptr<int64_t>();
+  for (int64_t i = 0; i < hb; ++i) {
+    const int64_t row = detail::border_index(i - p.padding[0], h, p.border) * w;
+    for (int64_t j = 0; j < wb; ++j) {
+      m[i * wb + j] = row + detail::border_index(j - p.padding[1], w, p.border);
+    }
+  }
+  return map.to(device);
+}
+
+at::Tensor bordered(const at::Tensor& x, const ConvParams& p) {
+  const at::Tensor map = border_map(p, x.size(2), x.size(3), x.device());
+  return x.flatten(2).index_select(2, map).view(
+      {x.size(0), x.size(1), x.size(2) + 2 * p.padding[0], x.size(3) + 2 * p.padding[1]});
+}
+
+at::Tensor folded(const at::Tensor& g, at::IntArrayRef in, const ConvParams& p) {
+  const at::Tensor map = border_map(p, in[2], in[3], g.device());
+  return at::zeros({in[0], in[1], in[2] * in[3]}, g.options())
+      .index_add_(2, map, g.flatten(2))
+      .view(in);
+}
 
 at::Tensor aten_forward(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b,
                         const ConvParams& p) {
+  if (p.border != Border::kZero) return aten_forward(bordered(x, p), w, b, unpadded(p));
   return at::convolution(x, w, b, p.stride, p.padding, p.dilation, false, {0, 0}, p.groups);
 }
 
 at::Tensor aten_input_grad(const at::Tensor& dy, const at::Tensor& w, at::IntArrayRef in,
                            const ConvParams& p) {
+  if (p.border != Border::kZero) {
+    const std::array<int64_t, 4> inb{in[0], in[1], in[2] + 2 * p.padding[0],
+                                     in[3] + 2 * p.padding[1]};
+    return folded(aten_input_grad(dy, w, inb, unpadded(p)), in, p);
+  }
   // The transposed convolution is the data gradient; output_padding restores the rows and
   // columns a strided forward dropped.
   std::vector<int64_t> out_pad(2);
@@ -603,6 +649,7 @@ at::Tensor aten_input_grad(const at::Tensor& dy, const at::Tensor& w, at::IntArr
 
 at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntArrayRef wsize,
                             const ConvParams& p) {
+  if (p.border != Border::kZero) return aten_weight_grad(dy, bordered(x, p), wsize, unpadded(p));
   const at::Tensor w_shape = at::empty(wsize, x.options());  // read for its shape only
   return std::get<1>(at::convolution_backward(dy, x, w_shape, std::nullopt, p.stride, p.padding,
                                               p.dilation, false, {0, 0}, p.groups,
@@ -617,6 +664,16 @@ Algo parse_algo_arg(const char* op, c10::string_view algo) {
   }
   TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
                     "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'cudnn'");
+}
+
+// nn.Conv2d's padding_mode: what the padding holds.
+Border parse_mode_arg(const char* op, c10::string_view mode) {
+  if (mode == "zeros") return Border::kZero;
+  if (mode == "reflect") return Border::kReflect;
+  if (mode == "replicate") return Border::kReplicate;
+  if (mode == "circular") return Border::kCircular;
+  TORCH_CHECK_VALUE(false, op, ": unknown padding_mode '", mode,
+                    "'; expected one of 'zeros', 'reflect', 'replicate', 'circular'");
 }
 
 // Whether the named algorithm implements the pass on d (the engine's own rule).
@@ -658,9 +715,9 @@ void set_strict_fp32(bool on) { g_strict_fp32.store(on, std::memory_order_relaxe
 at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
                          const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                          at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                         c10::string_view algo_name) {
+                         c10::string_view algo_name, c10::string_view padding_mode) {
   constexpr const char* op = "fftconv.conv2d";
-  const ConvParams p{stride, padding, dilation, groups};
+  const ConvParams p{stride, padding, dilation, groups, parse_mode_arg(op, padding_mode)};
   check_params(op, p);
   check_device_kind(op, input);
   check_tensor(op, "input", input, input, "input", 4);
@@ -728,9 +785,10 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
 at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Tensor& weight,
                                     at::IntArrayRef input_size, at::IntArrayRef stride,
                                     at::IntArrayRef padding, at::IntArrayRef dilation,
-                                    int64_t groups, c10::string_view algo_name) {
+                                    int64_t groups, c10::string_view algo_name,
+                                    c10::string_view padding_mode) {
   constexpr const char* op = "fftconv.conv2d_input_grad";
-  const ConvParams p{stride, padding, dilation, groups};
+  const ConvParams p{stride, padding, dilation, groups, parse_mode_arg(op, padding_mode)};
   check_params(op, p);
   check_device_kind(op, grad_output);
   check_tensor(op, "grad_output", grad_output, grad_output, "grad_output", 4);
@@ -792,9 +850,10 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
 at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Tensor& input,
                                      at::IntArrayRef weight_size, at::IntArrayRef stride,
                                      at::IntArrayRef padding, at::IntArrayRef dilation,
-                                     int64_t groups, c10::string_view algo_name) {
+                                     int64_t groups, c10::string_view algo_name,
+                                     c10::string_view padding_mode) {
   constexpr const char* op = "fftconv.conv2d_weight_grad";
-  const ConvParams p{stride, padding, dilation, groups};
+  const ConvParams p{stride, padding, dilation, groups, parse_mode_arg(op, padding_mode)};
   check_params(op, p);
   check_device_kind(op, grad_output);
   check_tensor(op, "grad_output", grad_output, grad_output, "grad_output", 4);
@@ -851,15 +910,17 @@ TORCH_LIBRARY(fftconv, m) {
   const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
   m.def(
       "conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, "
-      "int[2] dilation, int groups, str algo) -> Tensor",
+      "int[2] dilation, int groups, str algo, str padding_mode=\"zeros\") -> Tensor",
       tags);
   m.def(
       "conv2d_input_grad(Tensor grad_output, Tensor weight, SymInt[4] input_size, int[2] stride, "
-      "int[2] padding, int[2] dilation, int groups, str algo) -> Tensor",
+      "int[2] padding, int[2] dilation, int groups, str algo, str padding_mode=\"zeros\") "
+      "-> Tensor",
       tags);
   m.def(
       "conv2d_weight_grad(Tensor grad_output, Tensor input, SymInt[4] weight_size, int[2] stride, "
-      "int[2] padding, int[2] dilation, int groups, str algo) -> Tensor",
+      "int[2] padding, int[2] dilation, int groups, str algo, str padding_mode=\"zeros\") "
+      "-> Tensor",
       tags);
 }
 

@@ -5,12 +5,16 @@
 
 #include <optional>
 
+#include "fftconv/conv_desc.hpp"
+
 namespace fftconv::torch_ext {
 
-/// The non-tensor arguments every fftconv operator takes, as F.conv2d does.
+/// The non-tensor arguments every fftconv operator takes, as F.conv2d does, and nn.Conv2d's
+/// padding_mode (what the padding holds: fftconv::Border).
 struct ConvParams {
   at::IntArrayRef stride, padding, dilation;
   int64_t groups = 1;
+  Border border = Border::kZero;
 };
 
 /// fftconv::conv2d through the dispatcher (autograd, autocast and dispatch modes apply): the one
@@ -18,7 +22,7 @@ struct ConvParams {
 at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
                        const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                       c10::string_view algo);
+                       c10::string_view algo, c10::string_view padding_mode);
 
 /// fftconv.backends.strict_fp32: whether Auto checks aten's first fp32 result of a plan under
 /// cudnn.benchmark (cuDNN's TF32 off) against float64 and runs the engine where it misses 1e-5

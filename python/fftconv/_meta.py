@@ -8,7 +8,8 @@ def _out_extent(size, kernel, stride, padding, dilation):
 
 
 @torch.library.register_fake("fftconv::conv2d")
-def _conv2d_fake(input, weight, bias, stride, padding, dilation, groups, algo):
+def _conv2d_fake(input, weight, bias, stride, padding, dilation, groups, algo,
+                 padding_mode="zeros"):
     torch._check(input.dim() == 4, lambda: f"fftconv.conv2d: expected a 4-D input, got {input.dim()}-D")
     torch._check(weight.dim() == 4, lambda: f"fftconv.conv2d: expected a 4-D weight, got {weight.dim()}-D")
     torch._check(input.dtype == weight.dtype,
@@ -23,10 +24,12 @@ def _conv2d_fake(input, weight, bias, stride, padding, dilation, groups, algo):
 
 
 @torch.library.register_fake("fftconv::conv2d_input_grad")
-def _input_grad_fake(grad_output, weight, input_size, stride, padding, dilation, groups, algo):
+def _input_grad_fake(grad_output, weight, input_size, stride, padding, dilation, groups, algo,
+                     padding_mode="zeros"):
     return grad_output.new_empty(tuple(input_size))
 
 
 @torch.library.register_fake("fftconv::conv2d_weight_grad")
-def _weight_grad_fake(grad_output, input, weight_size, stride, padding, dilation, groups, algo):
+def _weight_grad_fake(grad_output, input, weight_size, stride, padding, dilation, groups, algo,
+                      padding_mode="zeros"):
     return grad_output.new_empty(tuple(weight_size))

@@ -4,7 +4,8 @@ Signatures, border modes and kernels follow ``kornia.filters``: ``filter2d`` app
 per image (or one for all) to every channel, as a correlation; ``gaussian_blur2d`` builds kornia's
 Gaussian and filters with it; even sizes are accepted too (taps centred between pixels, as in
 kornia before 0.7, which takes odd sizes only). Border
-modes: "reflect", "replicate", "circular" and "constant" (zeros). Any kernel size runs: large
+modes: "reflect", "replicate", "circular" and "constant" (zeros), applied by the convolution as
+it reads the image (odd kernel sizes; even ones pad by ``F.pad``). Any kernel size runs: large
 ones are where the FFT pays. Kernels built here are kept between calls (one per size, sigma,
 channel count, dtype and device), so the plan keeps their spectrum.
 """
@@ -38,18 +39,25 @@ def _depthwise_kernel(kernel, channels):
     return kernel[:, None].expand(b, channels, kh, kw).reshape(b * channels, 1, kh, kw)
 
 
+# kornia's border_type -> fftconv.conv2d's padding_mode.
+_PADDING_MODE = {"constant": "zeros", "reflect": "reflect", "replicate": "replicate",
+                 "circular": "circular"}
+
+
 def _filter(input, weight, border_type, padding, kh, kw):
     b, c, h, w = input.shape
-    zero_pad = [0, 0]
+    pad, mode = [0, 0], "zeros"
     if padding == "same":
         left, right, top, bottom = _same_padding(kh, kw)
-        if border_type == "constant" and left == right and top == bottom:
-            zero_pad = [top, left]  # zeros: the convolution pads them on load, no padded copy
+        if left == right and top == bottom:
+            # Odd sizes: the convolution reads beyond the edges through the border as it loads
+            # (no padded copy where the algorithm can: the separable path for Gaussians).
+            pad, mode = [top, left], _PADDING_MODE[border_type]
         else:
             input = F.pad(input, [left, right, top, bottom], mode=border_type)
     groups = weight.shape[0]
     out = conv2d(input.reshape(-1, groups, input.shape[-2], input.shape[-1]), weight,
-                 padding=zero_pad, groups=groups)
+                 padding=pad, groups=groups, padding_mode=mode)
     return out.reshape(b, c, out.shape[-2], out.shape[-1])
 
 

@@ -14,6 +14,7 @@ _compiling = torch.compiler.is_compiling
 _function_mode = torch._C._is_torch_function_mode_enabled
 
 ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "cudnn")
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _pair(v, name):
@@ -36,12 +37,18 @@ def _same_padding(weight, dilation):
     return pads
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, algo="auto"):
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, algo="auto",
+           padding_mode="zeros"):
     """Applies a 2D convolution as ``torch.nn.functional.conv2d`` does, through fftconv.
 
     Same arguments, shapes and rules as ``F.conv2d``: ``input`` is (N, C, H, W) or unbatched
     (C, H, W), ``weight`` (K, C/groups, R, S), ``bias`` (K,) or None; ``padding`` an int, a pair
-    or ``"valid"`` / ``"same"``. ``algo`` picks the implementation: ``"auto"`` (the FFT where it
+    or ``"valid"`` / ``"same"``. ``padding_mode`` is ``nn.Conv2d``'s: what the padding holds,
+    ``"zeros"`` or the input continued as ``F.pad``'s ``"reflect"``, ``"replicate"`` and
+    ``"circular"`` continue it (beyond one extent, which ``F.pad`` rejects, reflect mirrors
+    again and circular wraps again); the engine applies it as it reads the input, without a
+    padded copy where the algorithm can (the separable path), and every gradient follows it.
+    ``algo`` picks the implementation: ``"auto"`` (the FFT where it
     pays, else PyTorch's own cuDNN convolution), ``"fft"``, ``"fft_tiled"`` (forward only),
     ``"fft_fused"`` (one kernel for one channel per group and FFT planes up to 128x128; every
     pass), ``"separable"`` (a frozen low-rank filter as 1-D passes; forward and
@@ -53,14 +60,19 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     if (type(input) in _PLAIN and type(weight) in _PLAIN and (bias is None or type(bias) in _PLAIN)
             and type(padding) is not str and input.dim() == 4 and not _compiling()
             and not _function_mode()):
-        return _conv2d_direct(input, weight, bias, stride, padding, dilation, groups, algo)
-    return _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo)
+        return _conv2d_direct(input, weight, bias, stride, padding, dilation, groups, algo,
+                              padding_mode)
+    return _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo,
+                           padding_mode)
 
 
-def _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo):
+def _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo, padding_mode):
     """Every other form: unbatched input, padding strings, tensor subclasses, torch.compile."""
     if algo not in ALGOS:
         raise ValueError(f"fftconv.conv2d: unknown algo {algo!r}; expected one of {ALGOS}")
+    if padding_mode not in PADDING_MODES:
+        raise ValueError(f"fftconv.conv2d: unknown padding_mode {padding_mode!r}; expected one of "
+                         f"{PADDING_MODES}")
     if not isinstance(input, torch.Tensor) or not isinstance(weight, torch.Tensor):
         raise TypeError("fftconv.conv2d: input and weight must be tensors, got "
                         f"{type(input).__name__} and {type(weight).__name__}")
@@ -85,13 +97,19 @@ def _conv2d_general(input, weight, bias, stride, padding, dilation, groups, algo
                 raise RuntimeError(f"fftconv.conv2d: expected a 4-D weight, got {weight.dim()}-D")
             (bh, ah), (bw, aw) = _same_padding(weight, dilation)
             if bh != ah or bw != aw:
-                # An even dilated extent: torch pads the extra row or column after the image.
-                input = F.pad(input, [0, aw - bw, 0, ah - bh])
+                # An even dilated extent: torch pads the extra row or column after the image
+                # (with another mode, nn.Conv2d pads all of it by F.pad).
+                if padding_mode != "zeros":
+                    input = F.pad(input, [bw, aw, bh, ah], mode=padding_mode)
+                    bh = bw = 0
+                    padding_mode = "zeros"
+                else:
+                    input = F.pad(input, [0, aw - bw, 0, ah - bh])
             padding = [bh, bw]
         else:
             raise ValueError(f"fftconv.conv2d: invalid padding string {padding!r}, should be one of "
                              "{'valid', 'same'}")
     else:
         padding = _pair(padding, "padding")
-    out = _conv2d(input, weight, bias, stride, padding, dilation, groups, algo)
+    out = _conv2d(input, weight, bias, stride, padding, dilation, groups, algo, padding_mode)
     return out.squeeze(0) if unbatched else out

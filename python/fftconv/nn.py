@@ -1,6 +1,5 @@
 """fftconv.nn: FFTConv2d, a torch.nn.Conv2d that computes through fftconv, and convert()."""
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .functional import ALGOS, conv2d
@@ -20,11 +19,10 @@ class FFTConv2d(nn.Conv2d):
         self.algo = algo
 
     def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return conv2d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
-                          weight, bias, self.stride, 0, self.dilation, self.groups, algo=self.algo)
+        # padding_mode goes to the engine, which reads the input through it (no padded copy
+        # where the algorithm can); "same" with an even extent pads in fftconv.conv2d.
         return conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups,
-                      algo=self.algo)
+                      algo=self.algo, padding_mode=self.padding_mode)
 
     def extra_repr(self):
         return super().extra_repr() + (f", algo={self.algo!r}" if self.algo != "auto" else "")
