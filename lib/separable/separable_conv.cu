@@ -387,8 +387,10 @@ __device__ __forceinline__ void strip_taps_run(const Reader& in, const float* w,
 // columns of a row, the block's warps take rows in turn; each thread's columns (and which of
 // them are outside the source) are found once per block, each row once per step, so a copied
 // element costs an address and a copy. fp32 by cp.async (stage_wait waits for it), fp16 and bf16
-// through registers, a column's rows in flight together.
-template <typename T>
+// through registers, a column's rows in flight together. kBorder: the descriptor's border maps
+// rows and columns outside the source (a kernel of its own: the mapping's code in the zero-border
+// kernel took the fp32 kernel from 80 to 95 registers, past the 85 at which six blocks fit).
+template <typename T, bool kBorder>
 struct StripStager {
   static constexpr int kWarps = kStripThreads / 32;
   static constexpr int kRowsPerWarp = kChunk / kWarps;
@@ -401,7 +403,9 @@ struct StripStager {
 #pragma unroll
     for (int q = 0; q < separable::kStripColGroups; ++q) {
       const int cc = lane + 32 * q;
-      col[q] = cc < a.cols ? source_index(u0 + cc, a.step_w_div, a.g.w.src, a.g.w.border) : -2;
+      col[q] = cc < a.cols ? source_index(u0 + cc, a.step_w_div, a.g.w.src,
+                                          kBorder ? a.g.w.border : Border::kZero)
+                           : -2;
     }
   }
 
@@ -412,7 +416,8 @@ struct StripStager {
     std::int64_t row[kRowsPerWarp];  // source offset of the row, or -1 outside the source
 #pragma unroll
     for (int b = 0; b < kRowsPerWarp; ++b) {
-      const int sr = source_index(v + warp + b * kWarps, a.step_h_div, g.h.src, g.h.border);
+      const int sr = source_index(v + warp + b * kWarps, a.step_h_div, g.h.src,
+                                  kBorder ? g.h.border : Border::kZero);
       row[b] = sr >= 0 ? std::int64_t(sr) * g.w.src : -1;
     }
     float* dst = buf + warp * a.pitch + lane;
@@ -452,7 +457,7 @@ struct StripStager {
   }
 };
 
-template <typename T>
+template <typename T, bool kBorder>
 __global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const SeparableArgs a) {
   extern __shared__ __align__(16) float smem[];
   const SeparableGeometry& g = a.g;
@@ -480,7 +485,7 @@ __global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const Se
 
   const float* f = a.factors + std::int64_t(fplane) * a.rank * fac_plane;
   for (int i = threadIdx.x; i < a.rank * fac_plane; i += kStripThreads) wts[i] = f[i];
-  const StripStager<T> stager(a, u0);
+  const StripStager<T, kBorder> stager(a, u0);
   stager.stage(a, sp, v0, stage);
 
   // Row pass: row i of the step, outputs rcol .. rcol + 7. Column pass: column c, output rows
@@ -537,9 +542,11 @@ void set_limit() {
 
 template <typename T>
 void prepare() {
-  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(separable_strip_kernel<T>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(separable::kMaxStripSmemBytes)));
+  for (const void* strip : {reinterpret_cast<const void*>(separable_strip_kernel<T, false>),
+                            reinterpret_cast<const void*>(separable_strip_kernel<T, true>)}) {
+    FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(strip, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(separable::kMaxStripSmemBytes)));
+  }
   set_limit<T, true, true>();
   set_limit<T, true, false>();
   set_limit<T, false, true>();
@@ -563,7 +570,11 @@ void launch(SeparableArgs a, cudaStream_t stream) {
   const std::size_t smem = g.smem_bytes(a.rank);
   const bool uh = g.h.unit(), uw = g.w.unit();
   if (g.strip()) {
-    separable_strip_kernel<T><<<grid, kStripThreads, smem, stream>>>(a);
+    if (g.h.border != Border::kZero) {
+      separable_strip_kernel<T, true><<<grid, kStripThreads, smem, stream>>>(a);
+    } else {
+      separable_strip_kernel<T, false><<<grid, kStripThreads, smem, stream>>>(a);
+    }
   } else if (uh && uw) {
     separable_conv_kernel<T, true, true><<<grid, kThreads, smem, stream>>>(a);
   } else if (uh) {
