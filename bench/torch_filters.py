@@ -16,7 +16,8 @@ Providers, each on the same input:
                  depthwise weight (requires_grad False): the plan keeps it, finds it of rank 1 and
                  runs it as 1-D passes (the separable path), zero borders
   fftconv_blur   fftconv.filters.gaussian_blur2d(x, (k, k), (s, s), border_type="reflect"): the
-                 same after a reflect pad (F.pad)
+                 same with reflect borders, which the separable kernel applies as it loads
+                 (padding_mode; before 2026-12-04 an F.pad copy came first)
   kornia         kornia.filters.gaussian_blur2d(..., border_type="reflect", separable=True)
   torchvision    torchvision.transforms.v2.functional.gaussian_blur (reflect), where installed
   conv2d         F.conv2d(x, g, padding=k // 2, groups=C): the dense depthwise convolution,
