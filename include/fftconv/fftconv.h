@@ -78,7 +78,8 @@ typedef enum fftconv_tuning {
   FFTCONV_TUNING_EXHAUSTIVE = 2
 } fftconv_tuning_t;
 
-/* See fftconv::ConvDesc for the semantics. */
+/* See fftconv::ConvDesc for the semantics. Start from fftconv_conv_desc_default() (or zero the
+   struct) so that fields added later, such as `border`, hold their defaults. */
 typedef struct fftconv_conv_desc {
   int64_t n, c, h, w;
   int64_t k, r, s;

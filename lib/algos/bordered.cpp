@@ -30,11 +30,15 @@ std::size_t bordered_bytes(const ConvDesc& d) {
 // of the workspace limit set aside (GPU).
 Support inner_options(const AlgoFactory& f, const ConvDesc& d, const Options& o, Options* inner) {
   *inner = o;
+  // Each extent is below 3 * 2^31 (validate()), so the product is checked in double first.
   const std::int64_t hb = d.h + 2 * d.pad_h, wb = d.w + 2 * d.pad_w;
-  if (hb * wb >= (std::int64_t{1} << 31)) {
+  if (double(hb) * double(wb) >= double(std::int64_t{1} << 31)) {
     return Support::no(Status::kNotSupported,
                        "a bordered plane of " + std::to_string(hb) + "x" + std::to_string(wb) +
                            " exceeds 32-bit indices");
+  }
+  if (double(d.n) * double(d.c) * double(hb) * double(wb) > 70368744177664.0) {
+    return Support::no(Status::kNotSupported, "the bordered input has more than 2^46 elements");
   }
   if (f.backend() == Backend::kGpu && o.workspace_limit != Options::kNoLimit) {
     const std::size_t need = align_up(bordered_bytes(d));
@@ -177,7 +181,10 @@ std::unique_ptr<ConvAlgo> create_entry(const AlgoFactory& f, const ConvDesc& d, 
   if (reason) {
     *reason = (reason->empty() ? "" : *reason + "; ") + border_text(d, o.pass);
   }
-  return std::make_unique<BorderedAlgo>(d, o.pass, f.backend(), std::move(built));
+  auto algo = std::make_unique<BorderedAlgo>(d, o.pass, f.backend(), std::move(built));
+  // The bordered planes' share counts too: a plan that cannot run fails here, not at its call.
+  if (f.backend() == Backend::kGpu) check_device_memory(*algo);
+  return algo;
 }
 
 }  // namespace fftconv::detail

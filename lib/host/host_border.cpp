@@ -49,7 +49,7 @@ void border_fold_host(const ConvDesc& d, const float* dxb, float* dx, int thread
       const float* src = dxb + plane * hb * wb;
       for (std::int64_t j = 0; j < d.w; ++j) {
         const BorderPreimages<>& c = cols[j];
-        float acc = 0.0f;  // the order of the device's fold
+        float acc = 0.0f;  // the device's order: per row, its columns' two progressions
         for (int a = 0; a < 2; ++a) {
           const std::int64_t r0 = a == 0 ? rows.first : rows.first2;
           const std::int64_t rn = a == 0 ? rows.count : rows.count2;

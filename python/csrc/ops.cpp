@@ -595,18 +595,30 @@ ConvParams unpadded(const ConvParams& p) {
   return ConvParams{p.stride, at::IntArrayRef(kNoPadding), p.dilation, p.groups, Border::kZero};
 }
 
+// Index along an axis of extent n that each position of the bordered axis [-pad, n + pad) holds,
+// built on `opt`'s device by tensor ops (no host copy: capturable, no stream sync); the same
+// rule as the engine's border_index.
+at::Tensor border_axis(int64_t n, int64_t pad, Border b, const at::TensorOptions& opt) {
+  const at::Tensor i = at::arange(-pad, n + pad, opt);
+  switch (b) {
+    case Border::kReflect: {
+      if (n == 1) return at::zeros_like(i);
+      const at::Tensor m = at::remainder(i, 2 * (n - 1));
+      return at::where(m < n, m, 2 * (n - 1) - m);
+    }
+    case Border::kReplicate:
+      return at::clamp(i, 0, n - 1);
+    default:  // circular (zeros never reach here)
+      return at::remainder(i, n);
+  }
+}
+
 // Element of an h x w plane that each element of the bordered plane holds.
 at::Tensor border_map(const ConvParams& p, int64_t h, int64_t w, const at::Device& device) {
-  const int64_t hb = h + 2 * p.padding[0], wb = w + 2 * p.padding[1];
-  at::Tensor map = at::empty({hb * wb}, at::TensorOptions().dtype(at::kLong));
-  int64_t* m = map.data_ptr<int64_t>();
-  for (int64_t i = 0; i < hb; ++i) {
-    const int64_t row = detail::border_index(i - p.padding[0], h, p.border) * w;
-    for (int64_t j = 0; j < wb; ++j) {
-      m[i * wb + j] = row + detail::border_index(j - p.padding[1], w, p.border);
-    }
-  }
-  return map.to(device);
+  const at::TensorOptions opt = at::TensorOptions().dtype(at::kLong).device(device);
+  const at::Tensor rows = border_axis(h, p.padding[0], p.border, opt);
+  const at::Tensor cols = border_axis(w, p.padding[1], p.border, opt);
+  return (rows.unsqueeze(1) * w + cols.unsqueeze(0)).flatten();
 }
 
 at::Tensor bordered(const at::Tensor& x, const ConvParams& p) {
@@ -615,11 +627,15 @@ at::Tensor bordered(const at::Tensor& x, const ConvParams& p) {
       {x.size(0), x.size(1), x.size(2) + 2 * p.padding[0], x.size(3) + 2 * p.padding[1]});
 }
 
+// Summed in fp32 for half types (an edge element gathers up to (pad + 1)^2 terms).
 at::Tensor folded(const at::Tensor& g, at::IntArrayRef in, const ConvParams& p) {
   const at::Tensor map = border_map(p, in[2], in[3], g.device());
-  return at::zeros({in[0], in[1], in[2] * in[3]}, g.options())
-      .index_add_(2, map, g.flatten(2))
-      .view(in);
+  const at::ScalarType acc = at::isReducedFloatingType(g.scalar_type()) ? at::kFloat
+                                                                          : g.scalar_type();
+  return at::zeros({in[0], in[1], in[2] * in[3]}, g.options().dtype(acc))
+      .index_add_(2, map, g.flatten(2).to(acc))
+      .view(in)
+      .to(g.scalar_type());
 }
 
 at::Tensor aten_forward(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b,
