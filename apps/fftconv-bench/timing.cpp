@@ -8,6 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/timing.h"
+
 namespace bench {
 namespace {
 
@@ -19,30 +21,13 @@ constexpr int kMaxRotations = 32;
 constexpr int kHostBatch = 50;
 constexpr int kHostBatches = 20;
 
-// Cold calls: 256 MiB written between calls flushes the H200's 60 MB L2 (and any smaller one).
-constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
-
-// Median time of `runs` calls of `run`, each alone: the L2 flushed by a memset of kFlushBytes,
-// the device drained, then events around the call, so the host's enqueueing counts.
+// Median time of `runs` calls of `run`, each alone (fftconv::detail::ColdTimer: the L2 flushed,
+// the device drained, events around the call, so the host's enqueueing counts).
 double cold_ms_per_call(const std::function<void(int)>& run, cudaStream_t stream, int runs) {
-  static ft::DeviceBuffer flush(kFlushBytes);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ft::cuda_check(cudaEventCreate(&start), "cudaEventCreate");
-  ft::cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+  static ft::DeviceBuffer flush(fftconv::detail::kL2FlushBytes);
+  fftconv::detail::ColdTimer cold(flush.get(), fftconv::detail::kL2FlushBytes);
   std::vector<float> ms;
-  for (int i = 0; i < runs; ++i) {
-    ft::cuda_check(cudaMemsetAsync(flush.get(), i & 0xff, kFlushBytes, stream), "flush");
-    ft::cuda_check(cudaStreamSynchronize(stream), "sync");
-    ft::cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
-    run(i);
-    ft::cuda_check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    ft::cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float e = 0.0f;
-    ft::cuda_check(cudaEventElapsedTime(&e, start, stop), "cudaEventElapsedTime");
-    ms.push_back(e);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  for (int i = 0; i < runs; ++i) ms.push_back(cold.time_ms([&] { run(i); }, stream));
   return ft::median_of(std::move(ms));
 }
 

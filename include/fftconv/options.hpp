@@ -68,8 +68,8 @@ FFTCONV_API CudnnSearch parse_cudnn_search(const std::string& name);
 
 /// How a plan picks what the cost model would otherwise decide: under Algo::kAuto on the GPU,
 /// the algorithm (the entries whose estimates are within 4x of the best, at most four, timed on
-/// the plan's shapes); in the FFT path, the per-frequency GEMM tiling and the forward pass's FFT
-/// size.
+/// the plan's shapes, each call cold: the L2 flushed, its host launch included); in the FFT
+/// path, the per-frequency GEMM tiling and the forward pass's FFT size.
 enum class Tuning : int {
   kHeuristic = 0,   ///< the cost model in lib/tuning, no timing
   kAutotune = 1,    ///< time the candidates at plan time, keep the fastest (cached)

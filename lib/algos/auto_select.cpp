@@ -69,7 +69,12 @@ struct Ranked {
 // are within kTimeWithin of the best one (kMaxTimed at most), built as they would run, and
 // keeps the fastest: the estimates are 10-20% off on some rows (landmark_batch64's backward
 // filter: 43.7 us estimated staged against 46.1 fused, 50 and 38 us measured), more than the
-// gap between the two. The winner is stored in the tuning cache under the key below.
+// gap between the two. Each call is timed cold (ColdTimer: the L2 flushed, the host's enqueueing
+// included), as a network meets a layer: timed back to back, interleaved with the other
+// candidates, seed3_landmark_same's forward pass took the fused path (32.4 us against 42.0
+// staged), which takes 0.040 ms cold against the staged path's 0.022
+// (data/results/h200/2026-12-04-wgrad, run 6). The winner is stored in the tuning cache under
+// the key below.
 constexpr double kTimeWithin = 4.0;
 constexpr std::size_t kMaxTimed = 4;
 constexpr int kTimedRounds = 5;
@@ -77,7 +82,7 @@ constexpr int kTimedRounds = 5;
 constexpr std::size_t kMaxTimingBytes = std::size_t{4} << 30;
 
 std::string algorithm_cache_key(const ConvDesc& d, const Options& o) {
-  return std::string(pass_name(o.pass)) + " " + d.to_string() + " algorithm" +
+  return std::string(pass_name(o.pass)) + " " + d.to_string() + " algorithm cold" +
          (o.allow_tf32 ? " tf32" : "") + (o.dw_fp32 ? " dw-fp32" : "") +
          " ws<=" + std::to_string(o.workspace_limit) +
          (o.tuning == Tuning::kExhaustive ? " exhaustive" : "");
@@ -121,13 +126,15 @@ int time_candidates(const ConvDesc& d, const Options& o, std::vector<Ranked>& ra
   std::size_t free_bytes = 0, total_bytes = 0;
   FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t need = TimingBuffers::bytes(d);
-  if (need > kMaxTimingBytes || need > free_bytes / 2) {
+  if (need > kMaxTimingBytes || need + kL2FlushBytes > free_bytes / 2) {
     *text = "not timed: its tensors (" + std::to_string(need) + " bytes) are too large to copy";
     return -1;
   }
   const PlanStream stream;
   const cudaStream_t st = stream.get();
   TimingBuffers buffers(d, o, st);
+  const DeviceBuffer flush(kL2FlushBytes);
+  ColdTimer cold(flush.get(), kL2FlushBytes);
   std::vector<DeviceBuffer> workspaces(count);
   std::vector<std::size_t> live;
   for (std::size_t i = 0; i < count; ++i) {
@@ -152,21 +159,17 @@ int time_candidates(const ConvDesc& d, const Options& o, std::vector<Ranked>& ra
     return -1;
   }
   std::vector<std::vector<double>> ms(count);
-  GpuTimer timer;
   for (int round = 0; round < kTimedRounds; ++round) {
     for (std::size_t k = 0; k < live.size(); ++k) {
       const std::size_t i = live[round % 2 == 0 ? k : live.size() - 1 - k];
       RunArgs a = buffers.args;
       a.workspace = workspaces[i].get();
-      timer.start(st);
-      ranked[i].built->run(a, st, nullptr);
-      timer.stop(st);
-      ms[i].push_back(timer.elapsed_ms());
+      ms[i].push_back(cold.time_ms([&] { ranked[i].built->run(a, st, nullptr); }, st));
     }
   }
   stream.synchronize();
   int best = -1;
-  *text = "timed (median of " + std::to_string(kTimedRounds) + "):";
+  *text = "timed cold (median of " + std::to_string(kTimedRounds) + "):";
   for (std::size_t i : live) {
     ranked[i].timed_us = 1000.0 * median(ms[i]);
     *text += std::string(text->back() == ':' ? " " : ", ") + ranked[i].factory->name() + " " +

@@ -32,6 +32,15 @@ float GpuTimer::elapsed_ms() {
   return ms;
 }
 
+float ColdTimer::time_ms(const std::function<void()>& call, cudaStream_t stream) {
+  FFTCONV_CUDA_CHECK(cudaMemsetAsync(flush_, static_cast<int>(++fills_ & 0xff), bytes_, stream));
+  FFTCONV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  timer_.start(stream);
+  call();
+  timer_.stop(stream);
+  return timer_.elapsed_ms();
+}
+
 PlanStream::PlanStream() {
   FFTCONV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }

@@ -2,6 +2,8 @@
 // tests, the driver and the benchmarks through lib/testing).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -23,6 +25,26 @@ class GpuTimer {
 
  private:
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+/// Bytes a cold call's flush writes: 256 MiB, past the H200's 60 MB L2 (and any smaller one).
+constexpr std::size_t kL2FlushBytes = std::size_t{256} << 20;
+
+/// Times calls as a network meets a layer, not back to back: before each, the L2 is flushed (a
+/// memset of `flush_bytes` at `flush`, device memory the caller owns) and the stream drained;
+/// events then bracket the call on the idle stream, so its host enqueueing counts too. The
+/// cold time of fftconv-bench and of Auto's timed choice (Tuning::kAutotune).
+class ColdTimer {
+ public:
+  ColdTimer(void* flush, std::size_t flush_bytes) : flush_(flush), bytes_(flush_bytes) {}
+  /// Milliseconds of one cold call of `call` (which enqueues on `stream`).
+  float time_ms(const std::function<void()>& call, cudaStream_t stream);
+
+ private:
+  GpuTimer timer_;
+  void* flush_;
+  std::size_t bytes_;
+  unsigned fills_ = 0;  // the memset's value changes every call
 };
 
 /// A non-blocking stream of the current device for plan-time work (search buffers, timed

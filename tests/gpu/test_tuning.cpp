@@ -110,7 +110,7 @@ TEST(Tuning, AutotuneTimesTheAlgorithmsAndCachesTheWinner) {
   o.tuning_cache = path;
   const BwdProblem p(d, 41);
   const BwdResult first = run_wgrad(p, o);
-  EXPECT_NE(first.info.reason.find("timed (median of 5)"), std::string::npos)
+  EXPECT_NE(first.info.reason.find("timed cold (median of 5)"), std::string::npos)
       << first.info.reason;
   EXPECT_TRUE(first.err.pass(1e-5)) << first.err.to_string();
   // The plan runs the fastest of the candidates timed.
@@ -132,13 +132,13 @@ TEST(Tuning, AutotuneTimesTheAlgorithmsAndCachesTheWinner) {
   EXPECT_EQ(chosen_us, best_us) << first.info.reason;
   const auto rec = detail::TuningCache(path).lookup(
       detail::tuning_device_name(),
-      "wgrad " + d.to_string() + " algorithm ws<=" + std::to_string(o.workspace_limit));
+      "wgrad " + d.to_string() + " algorithm cold ws<=" + std::to_string(o.workspace_limit));
   ASSERT_TRUE(rec.has_value());
   EXPECT_EQ(rec->choice, chosen_name);
   const BwdResult second = run_wgrad(p, o);
   EXPECT_NE(second.info.reason.find("algorithm from tuning cache"), std::string::npos)
       << second.info.reason;
-  EXPECT_EQ(second.info.reason.find("timed (median"), std::string::npos) << second.info.reason;
+  EXPECT_EQ(second.info.reason.find("timed cold (median"), std::string::npos) << second.info.reason;
   EXPECT_EQ(second.info.algo, first.info.algo);
   EXPECT_TRUE(second.err.pass(1e-5)) << second.err.to_string();
 }
