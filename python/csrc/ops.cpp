@@ -584,15 +584,32 @@ auto engine_call(const ConvDesc& d, Pass pass, F&& f) {
 }
 
 // ---- aten fallbacks ----------------------------------------------------------------------------
-// With a padding_mode other than zeros, aten runs the bordered problem: each plane continued by
-// the border (an index_select by the engine's border map), convolved without padding, and the
-// gradient of the bordered planes folded back (index_add over the same map).
+// With a padding_mode other than zeros, aten runs the bordered problem: the input continued by
+// the border, convolved without padding, and the gradient of the bordered input folded back.
+// Within F.pad's limits (reflect: padding below the extent; circular: up to it; replicate: any)
+// through aten's own pad and its backward, what F.pad and its autograd run; beyond them (where
+// the engine mirrors or wraps again) by an index_select and an index_add over the border's map.
 
 // The padding's storage for the bordered problem's parameters.
 constexpr std::array<int64_t, 2> kNoPadding{0, 0};
 
 ConvParams unpadded(const ConvParams& p) {
   return ConvParams{p.stride, at::IntArrayRef(kNoPadding), p.dilation, p.groups, Border::kZero};
+}
+
+bool pad_op_takes(const ConvParams& p, int64_t h, int64_t w) {
+  switch (p.border) {
+    case Border::kReflect:
+      return p.padding[0] < h && p.padding[1] < w;
+    case Border::kCircular:
+      return p.padding[0] <= h && p.padding[1] <= w;
+    default:
+      return true;
+  }
+}
+
+const char* pad_mode(Border b) {
+  return b == Border::kReflect ? "reflect" : b == Border::kReplicate ? "replicate" : "circular";
 }
 
 // Index along an axis of extent n that each position of the bordered axis [-pad, n + pad) holds,
@@ -622,13 +639,37 @@ at::Tensor border_map(const ConvParams& p, int64_t h, int64_t w, const at::Devic
 }
 
 at::Tensor bordered(const at::Tensor& x, const ConvParams& p) {
+  const int64_t ph = p.padding[0], pw = p.padding[1];
+  if (pad_op_takes(p, x.size(2), x.size(3))) return at::pad(x, {pw, pw, ph, ph}, pad_mode(p.border));
   const at::Tensor map = border_map(p, x.size(2), x.size(3), x.device());
-  return x.flatten(2).index_select(2, map).view(
-      {x.size(0), x.size(1), x.size(2) + 2 * p.padding[0], x.size(3) + 2 * p.padding[1]});
+  return x.flatten(2).index_select(2, map).view({x.size(0), x.size(1), x.size(2) + 2 * ph,
+                                                 x.size(3) + 2 * pw});
 }
 
-// Summed in fp32 for half types (an edge element gathers up to (pad + 1)^2 terms).
+// The adjoint of a circular pad of `pad` <= n along `dim`: the margins add to the rows they
+// hold.
+at::Tensor circular_fold(const at::Tensor& g, int64_t dim, int64_t n, int64_t pad) {
+  if (pad == 0) return g;
+  at::Tensor out = g.narrow(dim, pad, n).clone();
+  out.narrow(dim, n - pad, pad).add_(g.narrow(dim, 0, pad));
+  out.narrow(dim, 0, pad).add_(g.narrow(dim, pad + n, pad));
+  return out;
+}
+
 at::Tensor folded(const at::Tensor& g, at::IntArrayRef in, const ConvParams& p) {
+  const int64_t ph = p.padding[0], pw = p.padding[1];
+  if (pad_op_takes(p, in[2], in[3])) {
+    const std::array<int64_t, 4> pads{pw, pw, ph, ph};
+    switch (p.border) {
+      case Border::kReflect:  // `self` gives the shape only
+        return at::reflection_pad2d_backward(g, at::empty(in, g.options()), pads);
+      case Border::kReplicate:
+        return at::replication_pad2d_backward(g, at::empty(in, g.options()), pads);
+      default:
+        return circular_fold(circular_fold(g, 2, in[2], ph), 3, in[3], pw);
+    }
+  }
+  // Summed in fp32 for half types (an element gathers many terms this far out).
   const at::Tensor map = border_map(p, in[2], in[3], g.device());
   const at::ScalarType acc = at::isReducedFloatingType(g.scalar_type()) ? at::kFloat
                                                                           : g.scalar_type();

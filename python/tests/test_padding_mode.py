@@ -21,6 +21,18 @@ CASES = [
 ]
 
 
+def source(i, n, mode):
+    """The element position i holds: mirrored or wrapped step by step, or clamped."""
+    if mode == "replicate":
+        return min(max(i, 0), n - 1)
+    while i < 0 or i >= n:
+        if mode == "circular":
+            i = i + n if i < 0 else i - n
+        else:
+            i = -i if i < 0 else 2 * (n - 1) - i
+    return i
+
+
 def reference(x, w, b, mode, stride, padding, dilation, groups):
     """F.pad then F.conv2d in float64, with autograd through both."""
     xp = F.pad(x, [padding[1], padding[1], padding[0], padding[0]], mode=mode)
@@ -50,17 +62,22 @@ def test_every_pass_matches_fpad(device, mode, case):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", MODES)
-def test_float64_and_double_backward(device, mode):
-    """float64 runs aten's bordered problem; gradcheck and gradgradcheck hold through it."""
-    x = torch.randn(1, 2, 9, 8, device=device, dtype=torch.float64, requires_grad=True)
+@pytest.mark.parametrize("beyond", [False, True])
+def test_float64_and_double_backward(device, mode, beyond):
+    """float64 runs aten's bordered problem (F.pad's own pad and its backward within F.pad's
+    limits, the border map beyond them); gradcheck and gradgradcheck hold through it."""
+    h, w_, pad = (4, 3, (6, 5)) if beyond else (9, 8, (2, 1))
+    x = torch.randn(1, 2, h, w_, device=device, dtype=torch.float64, requires_grad=True)
     w = torch.randn(2, 2, 5, 3, device=device, dtype=torch.float64, requires_grad=True)
 
     def f(x, w):
-        return fftconv.conv2d(x, w, None, 1, (2, 1), 1, 1, padding_mode=mode)
+        return fftconv.conv2d(x, w, None, 1, pad, 1, 1, padding_mode=mode)
 
     assert torch.autograd.gradcheck(f, (x, w))
     assert torch.autograd.gradgradcheck(f, (x, w))
-    ref = reference(x.detach(), w.detach(), None, mode, (1, 1), (2, 1), (1, 1), 1)
+    rows = [source(i - pad[0], h, mode) for i in range(h + 2 * pad[0])]
+    cols = [source(j - pad[1], w_, mode) for j in range(w_ + 2 * pad[1])]
+    ref = F.conv2d(x.detach()[:, :, rows][:, :, :, cols], w.detach())
     assert rel_l2(f(x, w), ref) <= 1e-12
 
 
@@ -74,18 +91,6 @@ def test_opcheck(device, mode):
     dy = torch.randn(2, 4, 19, 17, device=device)
     torch.library.opcheck(ops.conv2d_input_grad.default, (dy, w, list(x.shape)) + geo)
     torch.library.opcheck(ops.conv2d_weight_grad.default, (dy, x, list(w.shape)) + geo)
-
-
-def source(i, n, mode):
-    """The element position i holds: mirrored or wrapped step by step, or clamped."""
-    if mode == "replicate":
-        return min(max(i, 0), n - 1)
-    while i < 0 or i >= n:
-        if mode == "circular":
-            i = i + n if i < 0 else i - n
-        else:
-            i = -i if i < 0 else 2 * (n - 1) - i
-    return i
 
 
 @pytest.mark.parametrize("device", DEVICES)
