@@ -46,7 +46,10 @@
 # path: its GPU tests, racecheck over its kernels, and the small-plane suite rows with --algo
 # fft_fused, fft and auto: fused-*.txt and fused-*.json; FFTCONV_FUSED_ALGOS, FFTCONV_FUSED_ARGS,
 # FFTCONV_FUSED_PASSES (default fwd,dgrad,wgrad);
-# not by default).
+# not by default), borders (border modes: the GPU tests of borders, the separable path, the
+# device oracles and autotuning, the Python padding_mode tests, and fftconv-bench on
+# bench/borders.csv, every pass with random filters and the forward pass with kept Gaussians:
+# borders-*.txt, borders*.json; FFTCONV_BORDERS_ARGS appended to the benchmark's; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -375,6 +378,27 @@ if step filters; then
   PYTHONPATH="$PKG_PATH${PYTHONPATH:+:$PYTHONPATH}" limited filters python3 bench/torch_filters.py \
     ${FFTCONV_FILTERS_ARGS:-} --out "$OUT/filters.json" >"$OUT/filters.txt" 2>&1 || status=1
   cat "$OUT/filters.txt"
+fi
+if step borders; then
+  # Border modes (ConvDesc::border): correctness on the device, then the bordered rows' times
+  # (cuDNN's baseline plans the bordered problem too: what F.pad and a convolution cost).
+  limited borders "$BUILD/tests/fftconv_gpu_tests" \
+    --gtest_filter='Border*:Separable*:DeviceReference.Backward*HostOracle:Tuning*' \
+    >"$OUT/borders-tests.txt" 2>&1 || status=1
+  grep -E "^\[ (sweep|oracle) |OK \]|FAILED|PASSED|SKIPPED" "$OUT/borders-tests.txt" | head -60
+  PYTHONPATH="$PKG_PATH${PYTHONPATH:+:$PYTHONPATH}" limited borders python3 -m pytest -q -rs \
+    -p no:cacheprovider python/tests/test_padding_mode.py python/tests/test_filters.py \
+    python/tests/test_nn.py >"$OUT/borders-pytest.txt" 2>&1 || status=1
+  tail -5 "$OUT/borders-pytest.txt"
+  # shellcheck disable=SC2086
+  limited borders "$BUILD/apps/fftconv-bench" --shapes bench/borders.csv --pass fwd,dgrad,wgrad \
+    --verify --json "$OUT/borders.json" ${FFTCONV_BORDERS_ARGS:-} >"$OUT/borders-bench.txt" 2>&1 || status=1
+  cat "$OUT/borders-bench.txt"
+  # shellcheck disable=SC2086
+  limited borders "$BUILD/apps/fftconv-bench" --shapes bench/borders.csv --pass fwd --gaussian 7 \
+    --verify --json "$OUT/borders-gaussian.json" ${FFTCONV_BORDERS_ARGS:-} \
+    >"$OUT/borders-gaussian.txt" 2>&1 || status=1
+  cat "$OUT/borders-gaussian.txt"
 fi
 if step parity; then
   # Auto against F.conv2d on the suite and the small kernels (issue: Auto never loses).

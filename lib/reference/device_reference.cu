@@ -178,12 +178,39 @@ void check_launch() {
   }
 }
 
-// The device oracles of the backward passes read zero padding; the host ones take every border.
-void require_zero_border(const ConvDesc& d, const char* pass) {
-  if (d.border != Border::kZero) {
-    throw Error(Status::kNotSupported, std::string("the device oracle of the ") + pass +
-                                           " pass takes zero borders only; use the host's [" +
-                                           d.to_string() + "]");
+// ---- borders ------------------------------------------------------------------------------
+// With a border other than zeros, the backward oracles run the zero-padded problem of the
+// bordered input (its planes continued by bordered_source, walked as the definition says) and,
+// for dx, sum the bordered input's gradient back onto the elements that each position holds:
+// a gather per axis (rows, then columns), each bordered position visited in order.
+
+// x continued by the border: h + 2 pad_h by w + 2 pad_w planes.
+__global__ void bordered_input_kernel(ConvDesc d, const float* __restrict__ x,
+                                      float* __restrict__ xb, std::int64_t total) {
+  const std::int64_t hb = d.h + 2 * d.pad_h, wb = d.w + 2 * d.pad_w;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t j = i % wb, r = (i / wb) % hb, plane = i / (wb * hb);
+    const std::int64_t si = bordered_source(r - d.pad_h, d.h, d.border);
+    const std::int64_t sj = bordered_source(j - d.pad_w, d.w, d.border);
+    xb[i] = x[(plane * d.h + si) * d.w + sj];
+  }
+}
+
+// One axis of the fold: out (planes x n x inner) = sum over the positions t of the bordered
+// axis (nb = n + 2 pad long) whose border maps them to each index, of in (planes x nb x inner).
+__global__ void fold_axis_kernel(const double* __restrict__ in, double* __restrict__ out,
+                                 std::int64_t n, std::int64_t pad, std::int64_t inner,
+                                 Border border, std::int64_t total) {
+  const std::int64_t nb = n + 2 * pad;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t e = i % inner, idx = (i / inner) % n, plane = i / (inner * n);
+    double acc = 0.0;
+    for (std::int64_t t = 0; t < nb; ++t) {
+      if (bordered_source(t - pad, n, border) == idx) acc += in[(plane * nb + t) * inner + e];
+    }
+    out[i] = acc;
   }
 }
 
@@ -201,9 +228,49 @@ void conv2d_forward_device(const ConvDesc& d, const float* x, const float* w, co
   check_launch();
 }
 
+namespace {
+ConvDesc bordered(const ConvDesc& d) {
+  ConvDesc b = d;
+  b.h = d.h + 2 * d.pad_h;
+  b.w = d.w + 2 * d.pad_w;
+  b.pad_h = b.pad_w = 0;
+  b.border = Border::kZero;
+  return b;
+}
+
+// Device memory for an oracle's intermediate, freed after the stream's work (cudaFree waits).
+struct Scratch {
+  void* p = nullptr;
+  explicit Scratch(std::size_t bytes) {
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error("reference: cannot allocate " + std::to_string(bytes) + " bytes");
+    }
+  }
+  ~Scratch() { cudaFree(p); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+}  // namespace
+
 void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float* w, double* dx,
                                  cudaStream_t stream) {
-  require_zero_border(d, "backward data");
+  if (d.border != Border::kZero) {
+    const ConvDesc b = bordered(d);
+    const std::int64_t planes = d.n * d.c;
+    Scratch dxb(sizeof(double) * b.x_elems()), rows(sizeof(double) * planes * d.h * b.w);
+    conv2d_backward_data_device(b, dy, w, static_cast<double*>(dxb.p), stream);
+    const std::int64_t t1 = planes * d.h * b.w, t2 = d.x_elems();
+    fold_axis_kernel<<<grid_for(t1, kThreads), kThreads, 0, stream>>>(
+        static_cast<const double*>(dxb.p), static_cast<double*>(rows.p), d.h, d.pad_h, b.w,
+        d.border, t1);
+    check_launch();
+    fold_axis_kernel<<<grid_for(t2, kThreads), kThreads, 0, stream>>>(
+        static_cast<const double*>(rows.p), dx, d.w, d.pad_w, 1, d.border, t2);
+    check_launch();
+    if (cudaStreamSynchronize(stream) != cudaSuccess) check_launch();  // before the frees
+    return;
+  }
   const std::int64_t total = d.x_elems();
   if (total <= 0) return;
   conv2d_backward_data_kernel<<<grid_for(total, kThreads), kThreads, 0, stream>>>(
@@ -213,7 +280,17 @@ void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float
 
 void conv2d_backward_filter_device(const ConvDesc& d, const float* x, const float* dy, double* dw,
                                    cudaStream_t stream) {
-  require_zero_border(d, "backward filter");
+  if (d.border != Border::kZero) {
+    const ConvDesc b = bordered(d);
+    Scratch xb(sizeof(float) * b.x_elems());
+    const std::int64_t total = b.x_elems();
+    bordered_input_kernel<<<grid_for(total, kThreads), kThreads, 0, stream>>>(
+        d, x, static_cast<float*>(xb.p), total);
+    check_launch();
+    conv2d_backward_filter_device(b, static_cast<const float*>(xb.p), dy, dw, stream);
+    if (cudaStreamSynchronize(stream) != cudaSuccess) check_launch();  // before the free
+    return;
+  }
   const std::int64_t filters = d.k * d.c_per_group();
   const std::int64_t tiles_per_filter = (d.r * d.s + kTapTile - 1) / kTapTile;
   const std::int64_t total_tiles = filters * tiles_per_filter;

@@ -28,8 +28,10 @@ void conv2d_backward_data_host(const ConvDesc& d, const float* dy, const float* 
 void conv2d_backward_filter_host(const ConvDesc& d, const float* x, const float* dy, double* dw);
 
 /// Same on the device: device pointers, enqueued on `stream`. Gather form (no atomics) with a fixed
-/// fp64 summation order, so repeated runs give bit-identical results. Zero borders only (throw
-/// Error(kNotSupported) otherwise); the host oracles and the forward ones take every border.
+/// fp64 summation order, so repeated runs give bit-identical results. With a border other than
+/// zeros they run the bordered problem (the input continued by the border, no padding) and, for
+/// dx, fold its gradient back (a gather per axis), with device memory of their own for the
+/// bordered planes (waiting for `stream` before they free it).
 void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float* w, double* dx,
                                  cudaStream_t stream);
 void conv2d_backward_filter_device(const ConvDesc& d, const float* x, const float* dy, double* dw,

@@ -23,10 +23,13 @@ std::vector<ShapeRow> load_shapes(const std::string& path) {
 }
 
 std::vector<ShapeRow> load_shapes(std::istream& in, const std::string& source) {
+  // An optional last column, "border" (zero, reflect, replicate, circular; ConvDesc::border),
+  // given in the header or not at all.
   static const char* kColumns[] = {"name",  "n",     "c",      "h",     "w",        "k",
                                    "r",     "s",     "pad_h",  "pad_w", "stride_h", "stride_w",
-                                   "dil_h", "dil_w", "groups", "dtype"};
-  constexpr std::size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
+                                   "dil_h", "dil_w", "groups", "dtype", "border"};
+  constexpr std::size_t kMaxColumns = sizeof(kColumns) / sizeof(kColumns[0]);
+  std::size_t kNumColumns = kMaxColumns - 1;
   std::vector<ShapeRow> rows;
   std::string line;
   int line_no = 0;
@@ -40,6 +43,7 @@ std::vector<ShapeRow> load_shapes(std::istream& in, const std::string& source) {
     std::string cell;
     while (std::getline(ss, cell, ',')) cells.push_back(cell);
     auto where = [&] { return source + ":" + std::to_string(line_no) + ": "; };
+    if (!header_seen && cells.size() == kMaxColumns) kNumColumns = kMaxColumns;
     if (cells.size() != kNumColumns) {
       throw std::runtime_error(where() + "expected " + std::to_string(kNumColumns) +
                                " columns, found " + std::to_string(cells.size()));
@@ -83,6 +87,7 @@ std::vector<ShapeRow> load_shapes(std::istream& in, const std::string& source) {
     d.groups = v[13];
     try {
       d.dtype = parse_dtype(cells[15]);
+      if (kNumColumns == kMaxColumns) d.border = parse_border(cells[16]);
     } catch (const std::exception& e) {
       throw std::runtime_error(where() + e.what());
     }

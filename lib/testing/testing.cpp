@@ -52,6 +52,7 @@ fftconv_conv_desc_t c_desc(const ConvDesc& d) {
   cd.dil_w = d.dil_w;
   cd.groups = d.groups;
   cd.dtype = static_cast<fftconv_dtype_t>(d.dtype);
+  cd.border = static_cast<fftconv_border_t>(d.border);
   return cd;
 }
 

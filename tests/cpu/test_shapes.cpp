@@ -94,6 +94,29 @@ TEST(Shapes, StreamsReadAsFilesDo) {
   EXPECT_THROW(load_shapes(empty, "inline.csv"), std::runtime_error);
 }
 
+// The optional border column: every row then has one; a bad name says which line.
+TEST(Shapes, BorderColumn) {
+  const std::string header =
+      "name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups,dtype,border\n";
+  std::istringstream in(header + "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f32,reflect\n"
+                                 "b,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f16,zero\n");
+  const auto rows = load_shapes(in, "b.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].desc.border, Border::kReflect);
+  EXPECT_EQ(rows[0].desc.to_string(), "n1c1h8w8k1r3s3p1x1u1x1d1x1g1f32-reflect");
+  EXPECT_EQ(rows[1].desc.border, Border::kZero);
+  std::istringstream missing(header + "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f32\n");
+  EXPECT_THROW(load_shapes(missing, "b.csv"), std::runtime_error);
+  std::istringstream bad(header + "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f32,mirror\n");
+  try {
+    load_shapes(bad, "b.csv");
+    ADD_FAILURE() << "accepted an unknown border";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("b.csv:2: "), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown border 'mirror'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Shapes, WithDtypesNamesVariantsAndDropsDuplicates) {
   const std::string path = write_temp(kHeader +
                                       "a,1,1,8,8,1,3,3,1,1,1,1,1,1,1,f32\n"

@@ -1,7 +1,8 @@
 // Borders other than zeros (ConvDesc::border) on the GPU: every algorithm, forced and under
-// Auto, every pass it runs, against the fp64 oracles (forward on the device, backward on the
-// host); the separable path applies the border as it loads (no bordered copy); half precision;
-// graph replay; the workspace of the bordered input.
+// Auto, every pass it runs, against the fp64 device oracles (whose backward passes
+// DeviceReference.BackwardWithBordersMatchesHostOracle checks against the host's); the separable
+// path applies the border as it loads (no bordered copy); half precision; graph replay; the
+// workspace of the bordered input.
 #include <cstdio>
 
 #include "gpu_test_util.h"

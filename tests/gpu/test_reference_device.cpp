@@ -59,14 +59,13 @@ testing::RandomDescOptions oracle_shapes() {
   return o;
 }
 
-TEST(DeviceReference, BackwardMatchesHostOracle) {
-  FFTCONV_REQUIRE_GPU();
-  const std::uint64_t gen_seed = 8100;
+void backward_matches_host_oracle(std::uint64_t gen_seed, bool borders) {
   const testing::RandomDescOptions shapes = oracle_shapes();
   std::mt19937_64 gen(gen_seed);
   double worst = 0.0;
   for (int i = 0; i < 12; ++i) {
-    const ConvDesc d = testing::random_desc(gen, shapes);
+    ConvDesc d = testing::random_desc(gen, shapes);
+    if (borders) d.border = static_cast<Border>(1 + i % 3);  // reflect, replicate, circular
     const std::uint64_t seed = gen_seed * 100 + i;
     SCOPED_TRACE(d.to_string() + " case " + std::to_string(i) + " of generator seed " +
                  std::to_string(gen_seed) + ", data seed " + std::to_string(seed));
@@ -93,7 +92,20 @@ TEST(DeviceReference, BackwardMatchesHostOracle) {
     EXPECT_EQ(std::memcmp(dx.data(), dx2.data(), sizeof(double) * dx.size()), 0) << "dx";
     EXPECT_EQ(std::memcmp(dw.data(), dw2.data(), sizeof(double) * dw.size()), 0) << "dw";
   }
-  std::printf("[ oracle   ] device vs host backward: 12 cases, worst max error %.2e\n", worst);
+  std::printf("[ oracle   ] device vs host backward%s: 12 cases, worst max error %.2e\n",
+              borders ? " (borders)" : "", worst);
+}
+
+TEST(DeviceReference, BackwardMatchesHostOracle) {
+  FFTCONV_REQUIRE_GPU();
+  backward_matches_host_oracle(8100, false);
+}
+
+// Reflect, replicate and circular borders: the device oracles' bordered problems (their own
+// bordered input and fold) against the host's definitions.
+TEST(DeviceReference, BackwardWithBordersMatchesHostOracle) {
+  FFTCONV_REQUIRE_GPU();
+  backward_matches_host_oracle(8200, true);
 }
 
 double norm(const std::vector<float>& v) {
