@@ -177,9 +177,16 @@ std::unique_ptr<ConvAlgo> create_entry(const AlgoFactory& f, const ConvDesc& d, 
   Options inner;
   const Support s = inner_options(f, d, o, &inner);
   if (!s.ok()) throw Error(s.status, s.reason + " [" + d.to_string() + "]");
-  std::unique_ptr<ConvAlgo> built = f.create(bordered_desc(d), inner, first, reason);
+  const ConvDesc db = bordered_desc(d);
+  std::unique_ptr<ConvAlgo> built = f.create(db, inner, first, reason);
   if (reason) {
     *reason = (reason->empty() ? "" : *reason + "; ") + border_text(d, o.pass);
+  }
+  // Backward data under Auto: a kept low-rank filter may run the bordered problem as 1-D passes
+  // (the separable path loads borders in the forward pass only, where build_algorithm offers it
+  // on the descriptor itself).
+  if (f.backend() == Backend::kGpu && o.algo == Algo::kAuto && o.pass == Pass::kBackwardData) {
+    built = with_kept_separable(db, inner, std::move(built), f.estimate_us(db, inner, nullptr));
   }
   auto algo = std::make_unique<BorderedAlgo>(d, o.pass, f.backend(), std::move(built));
   // The bordered planes' share counts too: a plan that cannot run fails here, not at its call.

@@ -141,6 +141,24 @@ TEST(Border, SeparableAppliesTheBorderOnLoad) {
   }
 }
 
+// Backward data of a kept Gaussian with a border: the bordered problem on the separable path
+// (its gradient then folded back).
+TEST(Border, KeptGaussianBackwardDataRunsSeparable) {
+  FFTCONV_REQUIRE_GPU();
+  ConvDesc d;
+  d.n = 16;
+  d.c = d.k = d.groups = 1;
+  d.h = d.w = 96;
+  d.r = d.s = 45;
+  d.pad_h = d.pad_w = 22;
+  d.border = Border::kReflect;
+  const BwdProblem p(d, 21, testing::gaussian_filter(d, 7.0));
+  const BwdResult r = run_dgrad(p, Options{}, /*keep_filter=*/true);
+  EXPECT_NE(r.describe.find("kept filter: separable, rank 1"), std::string::npos) << r.describe;
+  EXPECT_NE(r.describe.find("folded back"), std::string::npos) << r.describe;
+  EXPECT_LE(r.err.rel_l2, 1e-5) << r.describe;
+}
+
 // The second call with the same pointers replays a graph of the border stage and the pass.
 TEST(Border, GraphReplayGivesTheSameResult) {
   FFTCONV_REQUIRE_GPU();
