@@ -55,6 +55,26 @@ TOL = {} if torch is None else {torch.float32: 1e-5, torch.float16: 2e-3, torch.
                                 torch.float64: 1e-12}
 
 
+def capture_training_step(model, static_x, static_g, warmup=2):
+    """Warms `model`'s forward and backward up on a side stream (plans are built and settled
+    there, never during capture), clears the gradients, then captures one forward and backward
+    into a CUDA graph. Returns (graph, static_y); replay after writing new values into static_x
+    and static_g."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            model(static_x).backward(static_g)
+    torch.cuda.current_stream().wait_stream(side)
+    model.zero_grad(set_to_none=True)
+    static_x.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = model(static_x)
+        static_y.backward(static_g)
+    return graph, static_y
+
+
 def env_with_path():
     """The environment for subprocesses: this process's sys.path on PYTHONPATH."""
     import sys

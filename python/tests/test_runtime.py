@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import fftconv
-from conftest import DEVICES, TOL, needs_cuda, rel_l2
+from conftest import DEVICES, TOL, capture_training_step, needs_cuda, rel_l2
 
 cache = fftconv.backends.plan_cache
 
@@ -335,18 +335,7 @@ def test_graph_capture_of_forward_and_backward_replays():
     model = fftconv.nn.FFTConv2d(3, 4, 25, padding=12).cuda()
     static_x = torch.randn(2, 3, 56, 56, device="cuda", requires_grad=True)
     static_g = torch.randn(2, 4, 56, 56, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):  # warm-up: plans are built here, never during capture
-            model(static_x).backward(static_g)
-    torch.cuda.current_stream().wait_stream(side)
-    model.zero_grad(set_to_none=True)
-    static_x.grad = None
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_y = model(static_x)
-        static_y.backward(static_g)
+    graph, static_y = capture_training_step(model, static_x, static_g)
     for _ in range(3):
         with torch.no_grad():
             static_x.copy_(torch.randn_like(static_x))
