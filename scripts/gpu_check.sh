@@ -49,7 +49,11 @@
 # not by default), borders (border modes: the GPU tests of borders, the separable path, the
 # device oracles and autotuning, the Python padding_mode tests, and fftconv-bench on
 # bench/borders.csv, every pass with random filters and the forward pass with kept Gaussians:
-# borders-*.txt, borders*.json; FFTCONV_BORDERS_ARGS appended to the benchmark's; not by default).
+# borders-*.txt, borders*.json; FFTCONV_BORDERS_ARGS appended to the benchmark's; not by default),
+# cudnn (the cuDNN path through the graph API against the legacy search: its GPU tests, then
+# fftconv-bench --algo cudnn with --cudnn-search find and graph on FFTCONV_CUDNN_SHAPES, default
+# bench/parity_small.csv and the suite's seed1 rows, every pass: engine, cold and host times,
+# cudnn-find.json, cudnn-graph.json; FFTCONV_CUDNN_ARGS appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -399,6 +403,25 @@ if step borders; then
     --verify --json "$OUT/borders-gaussian.json" ${FFTCONV_BORDERS_ARGS:-} \
     >"$OUT/borders-gaussian.txt" 2>&1 || status=1
   cat "$OUT/borders-gaussian.txt"
+fi
+if step cudnn; then
+  # CudnnSearch::kGraph: correctness first (the graph plans, and the legacy sweeps, which share
+  # the bias stage), then both searches on the same rows.
+  limited cudnn "$BUILD/tests/fftconv_gpu_tests" \
+    --gtest_filter='CudnnGraph.*:ForwardSweep.Cudnn*:BackwardSweep.Cudnn*:Runtime.Cudnn*' \
+    >"$OUT/cudnn-tests.txt" 2>&1 || status=1
+  grep -E "^\[ sweep |OK \]|FAILED|PASSED|SKIPPED" "$OUT/cudnn-tests.txt" | head -40
+  cudnn_rows="$OUT/cudnn-rows.csv"
+  if [ -z "${FFTCONV_CUDNN_SHAPES:-}" ]; then
+    { cat bench/parity_small.csv; grep '^seed1_' data/shapes/suite.csv | cut -d, -f1-16; } >"$cudnn_rows"
+  fi
+  for search in find graph; do
+    # shellcheck disable=SC2086
+    limited cudnn "$BUILD/apps/fftconv-bench" --shapes "${FFTCONV_CUDNN_SHAPES:-$cudnn_rows}" \
+      --algo cudnn --cudnn-search "$search" --pass fwd,dgrad,wgrad --no-cudnn --verify \
+      --json "$OUT/cudnn-$search.json" ${FFTCONV_CUDNN_ARGS:-} >"$OUT/cudnn-$search.txt" 2>&1 || status=1
+    cat "$OUT/cudnn-$search.txt"
+  done
 fi
 if step parity; then
   # Auto against F.conv2d on the suite and the small kernels (issue: Auto never loses).

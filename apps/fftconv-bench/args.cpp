@@ -246,6 +246,15 @@ int parse_args(int argc, char** argv, Config& c) {
                  "fftconv::cudnn_algo_names, e.g. ALGO_0, FFT, FFT_TILING)")
       ->type_name("NAME")
       ->group(kEngine);
+  app.add_option_function<std::string>(
+         "--cudnn-search",
+         [&](const std::string& v) { c.cudnn_search = fftconv::parse_cudnn_search(v); },
+         "how the cuDNN path picks its algorithm, the engine's (--algo cudnn, or\n"
+         "where Auto picks cuDNN) and the cuDNN columns': find (default, the legacy\n"
+         "API's cudnnFind*), heuristic, or graph (the graph API's engines, timed)")
+      ->type_name("S")
+      ->check(parsed_by([](const std::string& v) { fftconv::parse_cudnn_search(v); }))
+      ->group(kEngine);
   app.add_option("--gemm", c.gemm,
                  "FFT path: force a GEMM tiling, or (all) time every tiling and cuBLAS\n"
                  "path on rows the engine runs through the FFT, with the heuristic's\n"
@@ -313,6 +322,7 @@ fftconv::Options engine_options(const Config& cfg, Pass pass) {
   engine.tuning = cfg.tuning;
   engine.tuning_cache = cfg.tuning_cache;
   engine.cudnn_algo = cfg.cudnn_algo;
+  engine.cudnn_search = cfg.cudnn_search;
   if (!cfg.gemm.empty() && cfg.gemm != "all") engine.gemm_kernel = cfg.gemm;
   engine.fft_h = cfg.fft_h;
   engine.fft_w = cfg.fft_w;

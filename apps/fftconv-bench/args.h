@@ -26,6 +26,9 @@ struct Config {
   fftconv::Algo algo = fftconv::Algo::kAuto;
   std::string gemm;        // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
   std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
+  // --cudnn-search: how the cuDNN path (the engine's and the baseline columns) picks its
+  // algorithm: cudnnFind* (default), the v7 heuristics, or the graph API's timed engines.
+  fftconv::CudnnSearch cudnn_search = fftconv::CudnnSearch::kFind;
   bool stages = false;
   bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
   bool interleave = false;  // --interleave: time a row's dtypes in turn

@@ -104,7 +104,8 @@ typedef struct fftconv_options {
   int64_t fft_h, fft_w; /* FFT paths: forced FFT (or tile) size; 0, 0: chosen */
   const char* gemm_kernel; /* FFT path: forced GEMM tiling by name; NULL: chosen */
   const char* cudnn_algo;  /* cuDNN path: forced algorithm by name; NULL: searched */
-  int cudnn_search;        /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice */
+  int cudnn_search;        /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice,
+                              2 graph API engines, timed (see fftconv::CudnnSearch::kGraph) */
   int check_pointers;      /* GPU plans: reject pointers that are not device memory (default 1) */
   int kept_separable;      /* Auto GPU plans: run kept low-rank filters as 1-D passes where
                               cheaper (default 1); see fftconv::Options::kept_separable */

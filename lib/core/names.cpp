@@ -48,7 +48,8 @@ constexpr Named<Tuning> kTuningNames[] = {{Tuning::kHeuristic, "heuristic"},
                                           {Tuning::kAutotune, "autotune"},
                                           {Tuning::kExhaustive, "exhaustive"}};
 constexpr Named<CudnnSearch> kCudnnSearchNames[] = {{CudnnSearch::kFind, "find"},
-                                                    {CudnnSearch::kHeuristic, "heuristic"}};
+                                                    {CudnnSearch::kHeuristic, "heuristic"},
+                                                    {CudnnSearch::kGraph, "graph"}};
 constexpr Named<LogLevel> kLogLevelNames[] = {{LogLevel::kOff, "off"},
                                               {LogLevel::kError, "error"},
                                               {LogLevel::kWarning, "warning"},

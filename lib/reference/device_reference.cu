@@ -1,3 +1,8 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -305,6 +310,113 @@ void conv2d_backward_filter_device(const ConvDesc& d, const float* x, const floa
         d, x, dy, dw, d.out_h(), d.out_w(), tiles_per_filter, total_tiles);
   }
   check_launch();
+}
+
+// ---- comparison -----------------------------------------------------------------------------
+
+namespace {
+
+__device__ __forceinline__ double as_double(float v) { return v; }
+__device__ __forceinline__ double as_double(__half v) { return __half2float(v); }
+__device__ __forceinline__ double as_double(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Sums (diff^2, ref^2) and maxima (|diff|, |ref|) of the finite elements, and the count of the
+// others; maxima of non-negative doubles compare as their bit patterns.
+struct Norms {
+  double diff2, ref2;
+  unsigned long long max_diff, max_ref, nonfinite;
+};
+
+template <typename T>
+__global__ void compare_kernel(const T* __restrict__ y, const double* __restrict__ ref,
+                               std::int64_t count, Norms* out) {
+  __shared__ double s2[kThreads], r2[kThreads], md[kThreads], mr[kThreads];
+  __shared__ unsigned long long bad[kThreads];
+  double diff2 = 0.0, ref2 = 0.0, max_diff = 0.0, max_ref = 0.0;
+  unsigned long long nonfinite = 0;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * kThreads) {
+    const double v = as_double(y[i]);
+    if (!isfinite(v)) {
+      ++nonfinite;
+      continue;
+    }
+    const double d = v - ref[i];
+    diff2 += d * d;
+    ref2 += ref[i] * ref[i];
+    max_diff = fmax(max_diff, fabs(d));
+    max_ref = fmax(max_ref, fabs(ref[i]));
+  }
+  const int t = threadIdx.x;
+  s2[t] = diff2;
+  r2[t] = ref2;
+  md[t] = max_diff;
+  mr[t] = max_ref;
+  bad[t] = nonfinite;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (t < half) {
+      s2[t] += s2[t + half];
+      r2[t] += r2[t + half];
+      md[t] = fmax(md[t], md[t + half]);
+      mr[t] = fmax(mr[t], mr[t + half]);
+      bad[t] += bad[t + half];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    atomicAdd(&out->diff2, s2[0]);
+    atomicAdd(&out->ref2, r2[0]);
+    atomicMax(&out->max_diff, static_cast<unsigned long long>(__double_as_longlong(md[0])));
+    atomicMax(&out->max_ref, static_cast<unsigned long long>(__double_as_longlong(mr[0])));
+    atomicAdd(&out->nonfinite, bad[0]);
+  }
+}
+
+}  // namespace
+
+DeviceErrorNorms compare_device(const void* y, DType dtype, const double* ref, std::int64_t count,
+                                cudaStream_t stream) {
+  Norms* norms = nullptr;
+  if (cudaMalloc(&norms, sizeof(Norms)) != cudaSuccess) check_launch();
+  Norms host{};
+  cudaError_t err = cudaMemsetAsync(norms, 0, sizeof(Norms), stream);
+  if (err == cudaSuccess && count > 0) {
+    const unsigned blocks = grid_for(count, kThreads) < 4096 ? grid_for(count, kThreads) : 4096;
+    switch (dtype) {
+      case DType::kF32:
+        compare_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(y), ref, count,
+                                                        norms);
+        break;
+      case DType::kF16:
+        compare_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(y), ref, count,
+                                                        norms);
+        break;
+      case DType::kBF16:
+        compare_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(y), ref,
+                                                        count, norms);
+        break;
+    }
+    err = cudaGetLastError();
+  }
+  if (err == cudaSuccess) err = cudaMemcpyAsync(&host, norms, sizeof(Norms), cudaMemcpyDeviceToHost, stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  cudaFree(norms);
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("reference comparison failed: ") + cudaGetErrorString(err));
+  }
+  auto as_value = [](unsigned long long bits) {
+    double v;
+    static_assert(sizeof(v) == sizeof(bits), "64-bit doubles");
+    std::memcpy(&v, &bits, sizeof(v));
+    return v;
+  };
+  DeviceErrorNorms e;
+  const double max_diff = as_value(host.max_diff), max_ref = as_value(host.max_ref);
+  e.rel_l2 = host.ref2 > 0 ? std::sqrt(host.diff2 / host.ref2) : (host.diff2 > 0 ? INFINITY : 0.0);
+  e.max_err = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
+  e.nonfinite = static_cast<std::int64_t>(host.nonfinite);
+  return e;
 }
 
 }  // namespace fftconv::reference

@@ -1,5 +1,6 @@
 // The test oracle: direct fp64 convolution, written plainly and independent of the FFT code.
-// Shared by the tests, the benchmark driver and the benchmarks.
+// Shared by the tests, the benchmark driver and the benchmarks; the device versions are part of
+// the library, whose plan-time accuracy checks (the cuDNN graph path) run them.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,6 +37,19 @@ void conv2d_backward_data_device(const ConvDesc& d, const float* dy, const float
                                  cudaStream_t stream);
 void conv2d_backward_filter_device(const ConvDesc& d, const float* x, const float* dy, double* dw,
                                    cudaStream_t stream);
+
+/// A result against its fp64 reference, as testing::compare measures it on the host.
+struct DeviceErrorNorms {
+  double rel_l2 = 0.0;          ///< ||y - ref|| / ||ref|| over the finite elements of y
+  double max_err = 0.0;         ///< max |y - ref| / max |ref|
+  std::int64_t nonfinite = 0;   ///< elements of y that are NaN or infinite
+  bool pass(double tol) const { return nonfinite == 0 && rel_l2 <= tol && max_err <= tol; }
+};
+
+/// Compares `count` elements of y (device memory of `dtype`) with ref (device doubles) on the
+/// device; waits for `stream`. The engine's plan-time accuracy checks use it, as do the tests.
+DeviceErrorNorms compare_device(const void* y, DType dtype, const double* ref, std::int64_t count,
+                                cudaStream_t stream);
 
 }  // namespace fftconv::reference
 

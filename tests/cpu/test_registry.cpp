@@ -337,7 +337,7 @@ TEST(EnumNames, RoundTrip) {
                  Algo::kCudnn}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
-  for (CudnnSearch s : {CudnnSearch::kFind, CudnnSearch::kHeuristic}) {
+  for (CudnnSearch s : {CudnnSearch::kFind, CudnnSearch::kHeuristic, CudnnSearch::kGraph}) {
     EXPECT_EQ(parse_cudnn_search(cudnn_search_name(s)), s);
   }
   for (LogLevel l :

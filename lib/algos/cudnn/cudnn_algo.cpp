@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "algos/cudnn/cudnn_conv.h"
+#include "algos/cudnn/cudnn_graph.h"
 #include "algos/cudnn/cudnn_passes.h"
 #include "core/check.h"
 #include "core/device_buffer.h"
 #include "core/timing.h"
+#include "stages/bias.h"
 #include "stages/fill.h"
 #include "tuning/heuristics.h"
 
@@ -117,7 +119,6 @@ class CudnnAlgo final : public ConvAlgo {
     descs_.handle = thread_cudnn_handle();  // this thread's, for the search only
     FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.x));
     FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.y));
-    FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_desc_));
     FFTCONV_CUDNN_CHECK(cudnnCreateFilterDescriptor(&descs_.w));
     FFTCONV_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&descs_.conv));
     const cudnnDataType_t dt = cudnn_dtype(d.dtype);
@@ -142,37 +143,59 @@ class CudnnAlgo final : public ConvAlgo {
                    "cuDNN output size disagrees with ConvDesc");
     FFTCONV_CUDNN_CHECK(
         cudnnSetTensor4dDescriptor(descs_.y, CUDNN_TENSOR_NCHW, dt, on, oc, oh, ow));
-    FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_desc_, CUDNN_TENSOR_NCHW, dt, 1, oc, 1, 1));
 
     if (!o.cudnn_algo.empty()) {
       forced_algo(o.cudnn_algo, math, o.workspace_limit);
     } else if (o.cudnn_search == CudnnSearch::kFind) {
       find_algo(strict, o.workspace_limit);
     } else {
+      // kGraph: the legacy algorithm runs the calls the execution plan does not take.
       heuristic_algo(strict, o.workspace_limit);
     }
     FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math_));
+    if (o.cudnn_search == CudnnSearch::kGraph && o.cudnn_algo.empty()) {
+      build_graph(strict, o.workspace_limit);
+    }
     descs_.handle = nullptr;
+  }
+
+  // The graph API's execution plan; where cuDNN has none the rules admit, the legacy algorithm
+  // alone serves the plan, and describe() says why.
+  void build_graph(bool strict, std::size_t limit) {
+    CudnnGraphRules rules;
+    rules.strict_fp32 = strict;
+    rules.check_fp32 = strict;
+    rules.workspace_limit = limit;
+    try {
+      graph_ = std::make_unique<CudnnGraphPlan>(d_, pass_, rules, descs_.handle);
+    } catch (const Error& e) {
+      if (e.status() != Status::kNotSupported && e.status() != Status::kCudnnError &&
+          e.status() != Status::kOutOfMemory) {
+        throw;
+      }
+      graph_note_ = std::string("graph API not used: ") + e.what();
+    }
   }
 
   void release() noexcept {
     clear_filter();
+    graph_.reset();
     if (descs_.conv) cudnnDestroyConvolutionDescriptor(descs_.conv);
     if (descs_.w) cudnnDestroyFilterDescriptor(descs_.w);
-    if (b_desc_) cudnnDestroyTensorDescriptor(b_desc_);
     if (descs_.y) cudnnDestroyTensorDescriptor(descs_.y);
     if (descs_.x) cudnnDestroyTensorDescriptor(descs_.x);
     descs_.conv = nullptr;
     descs_.w = nullptr;
-    b_desc_ = descs_.y = descs_.x = nullptr;
+    descs_.y = descs_.x = nullptr;
     descs_.handle = nullptr;
   }
 
  public:
-  std::size_t workspace_size() const override { return align_up(workspace_); }
+  std::size_t workspace_size() const override {
+    return align_up(std::max(workspace_, graph_ ? graph_->workspace_size() : std::size_t{0}));
+  }
 
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
-    const float one = 1.0f;
     RunArgs args = a;
     if (!args.w && pass_ != Pass::kBackwardFilter) {
       args.w = kept_w_.get();
@@ -181,10 +204,14 @@ class CudnnAlgo final : public ConvAlgo {
     CudnnDescs d = descs_;
     d.handle = thread_cudnn_handle();
     FFTCONV_CUDNN_CHECK(cudnnSetStream(d.handle, stream));
-    ops_->enqueue(d, algo_, args, workspace_);
+    if (graph_ && graph_->takes(args)) {
+      graph_->execute(d.handle, args);
+    } else {
+      ops_->enqueue(d, algo_, args, workspace_);
+    }
     if (marks) marks->mark("cudnn", stream);
     if (pass_ == Pass::kForward && a.bias) {
-      FFTCONV_CUDNN_CHECK(cudnnAddTensor(d.handle, &one, b_desc_, a.bias, &one, d.y, a.out));
+      launch_add_bias(a.out, a.bias, d_.n, d_.k, d_.out_h() * d_.out_w(), d_.dtype, stream);
       if (marks) marks->mark("bias", stream);
     }
   }
@@ -219,10 +246,18 @@ class CudnnAlgo final : public ConvAlgo {
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kCudnn;
+    info.workspace_bytes = workspace_size();
+    if (graph_) {
+      info.cudnn_algo = "graph " + graph_->engine();
+      info.cudnn_math = graph_->tensor_core() ? "tensor_op" : "fma";
+      info.reason = "cudnn " + graph_->search() + "; calls the execution plan does not take " +
+                    "(tensors not 16-byte aligned, backward filter scaled or accumulated): " +
+                    algo_name(pass_, algo_) + "/" + math_name(math_) + " (" + search_ + ")";
+      return;
+    }
     info.cudnn_algo = algo_name(pass_, algo_);
     info.cudnn_math = math_name(math_);
-    info.workspace_bytes = workspace_size();
-    info.reason = search_;
+    info.reason = graph_note_.empty() ? search_ : search_ + "; " + graph_note_;
   }
 
  private:
@@ -465,7 +500,8 @@ class CudnnAlgo final : public ConvAlgo {
   Pass pass_;
   const CudnnPassOps* ops_;
   CudnnDescs descs_;
-  cudnnTensorDescriptor_t b_desc_ = nullptr;
+  std::unique_ptr<CudnnGraphPlan> graph_;  // CudnnSearch::kGraph
+  std::string graph_note_;                 // why a kGraph plan has no execution plan
   int algo_ = 0;
   cudnnMathType_t math_ = CUDNN_FMA_MATH;
   std::size_t workspace_ = 0;

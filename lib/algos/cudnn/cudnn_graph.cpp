@@ -1,0 +1,577 @@
+// The cuDNN path through cuDNN's graph (backend) API: one convolution operation as an operation
+// graph, the engine configurations of cuDNN's heuristics, each timed, and the fastest kept as a
+// finalized execution plan. A call then costs one cudnnBackendExecute (and a variant pack when
+// its pointers changed), where the legacy cudnnConvolution* entry points set the problem up again
+// at every call. Written against cudnn_graph.h directly: the API is cuDNN's own and stable across
+// 9.x, and this path needs a few of its descriptors only.
+#include "algos/cudnn/cudnn_graph.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "algos/cudnn/cudnn_passes.h"
+#include "core/check.h"
+#include "core/device_buffer.h"
+#include "core/timing.h"
+#include "reference/reference.h"
+#include "stages/fill.h"
+
+namespace fftconv::detail {
+
+namespace {
+
+// Tensors the execution plan declares: NCHW x and y, KCRS w, at this alignment. The caching
+// allocators of PyTorch and of the CUDA runtime give 256-byte aligned blocks.
+constexpr std::int64_t kAlignment = 16;
+// The variant pack's tensor ids: x (dx in backward data), w (dw in backward filter), y (dy in the
+// backward passes).
+constexpr std::int64_t kUidX = 1, kUidW = 2, kUidY = 3;
+// At most this many engine configurations are timed, in the heuristics' order, within the budget.
+constexpr int kMaxTimed = 16;
+constexpr float kSearchBudgetMs = 3000.0f;
+// A candidate whose untimed run took this many times the best time so far is not timed again.
+constexpr float kSlowCandidateFactor = 2.0f;
+// Up to this many multiply-adds the fp32 check runs the fp64 direct oracle (about 0.1 s on an
+// H200 at the top); above, engines whose accuracy the check would decide are left out instead.
+constexpr double kCheckMaxMacs = 68719476736.0;  // 2^36
+
+// A backend descriptor, destroyed with the object.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t type) {
+    FFTCONV_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_));
+  }
+  ~Desc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(Desc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  Desc& operator=(Desc&& o) noexcept {
+    if (this != &o) {
+      if (d_) cudnnBackendDestroyDescriptor(d_);
+      d_ = std::exchange(o.d_, nullptr);
+    }
+    return *this;
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+
+  cudnnBackendDescriptor_t get() const { return d_; }
+
+  template <typename T>
+  Desc& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T* values,
+            std::int64_t count = 1) {
+    FFTCONV_CUDNN_CHECK(cudnnBackendSetAttribute(d_, name, type, count, values));
+    return *this;
+  }
+  Desc& set_desc(cudnnBackendAttributeName_t name, const Desc& value) {
+    cudnnBackendDescriptor_t v = value.get();
+    return set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &v);
+  }
+  Desc& finalize() {
+    FFTCONV_CUDNN_CHECK(cudnnBackendFinalize(d_));
+    return *this;
+  }
+  /// cudnnBackendFinalize's status, for descriptors whose finalisation may be refused.
+  cudnnStatus_t try_finalize() { return cudnnBackendFinalize(d_); }
+
+  template <typename T>
+  T get_value(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type) const {
+    T v{};
+    std::int64_t n = 0;
+    FFTCONV_CUDNN_CHECK(cudnnBackendGetAttribute(d_, name, type, 1, &n, &v));
+    return v;
+  }
+
+  /// The descriptors of a list attribute (engine configurations of heuristics, knob choices),
+  /// created as `type` for cuDNN to fill: `capacity` of them, or (0) as many as cuDNN counts.
+  std::vector<Desc> get_descs(cudnnBackendAttributeName_t name, cudnnBackendDescriptorType_t type,
+                              std::int64_t capacity = 0) const {
+    std::int64_t count = capacity;
+    if (count == 0) {
+      FFTCONV_CUDNN_CHECK(
+          cudnnBackendGetAttribute(d_, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+    }
+    std::vector<Desc> out;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (std::int64_t i = 0; i < count; ++i) {
+      out.emplace_back(type);
+      raw.push_back(out.back().get());
+    }
+    if (count > 0) {
+      std::int64_t returned = 0;
+      FFTCONV_CUDNN_CHECK(cudnnBackendGetAttribute(d_, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                                   &returned, raw.data()));
+      out.erase(out.begin() + std::max<std::int64_t>(0, std::min(returned, count)), out.end());
+    }
+    return out;
+  }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+cudnnDataType_t graph_dtype(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return CUDNN_DATA_HALF;
+    case DType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::kF32:
+      break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+Desc tensor(std::int64_t uid, cudnnDataType_t dt, const std::array<std::int64_t, 4>& dims) {
+  const std::array<std::int64_t, 4> strides = {dims[1] * dims[2] * dims[3], dims[2] * dims[3],
+                                               dims[3], 1};
+  Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &dt)
+      .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims.data(), 4)
+      .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides.data(), 4)
+      .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &uid)
+      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &kAlignment)
+      .finalize();
+  return t;
+}
+
+const char* note_name(cudnnBackendNumericalNote_t n) {
+  switch (n) {
+    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
+      return "tensor_core";
+    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
+      return "down_convert_inputs";
+    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
+      return "reduced_precision_reduction";
+    case CUDNN_NUMERICAL_NOTE_FFT:
+      return "fft";
+    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
+      return "nondeterministic";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD:
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13:
+      return "winograd";
+    case CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP:
+      return "strict_nan_prop";
+    default:
+      return "other";
+  }
+}
+
+// One engine configuration of the heuristics, with what the rules need to know of it.
+struct Candidate {
+  explicit Candidate(Desc c) : cfg(std::move(c)) {}
+  Desc cfg;
+  std::string name;  // "eng<global index>" and its knob choices
+  std::string notes;
+  bool lower_precision = false;  // TF32, down-converted inputs or a reduced-precision reduction
+  bool winograd = false;
+  bool tensor_core = false;
+  Desc plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
+  std::size_t workspace = 0;
+  float ms = 0.0f;
+};
+
+Candidate describe_candidate(Desc cfg) {
+  Candidate c(std::move(cfg));
+  std::vector<Desc> engine =
+      c.cfg.get_descs(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1);
+  if (engine.empty()) throw Error(Status::kCudnnError, "cuDNN returned a configuration without an engine");
+  const auto index =
+      engine[0].get_value<std::int64_t>(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64);
+  c.name = "eng" + std::to_string(index);
+  for (const Desc& knob : c.cfg.get_descs(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                          CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+                                          CUDNN_KNOB_TYPE_COUNTS)) {
+    const auto type =
+        knob.get_value<cudnnBackendKnobType_t>(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE);
+    const auto value =
+        knob.get_value<std::int64_t>(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64);
+    c.name += " k" + std::to_string(static_cast<int>(type)) + "=" + std::to_string(value);
+  }
+  std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
+  std::int64_t count = 0;
+  FFTCONV_CUDNN_CHECK(cudnnBackendGetAttribute(engine[0].get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                               CUDNN_TYPE_NUMERICAL_NOTE,
+                                               static_cast<std::int64_t>(notes.size()), &count,
+                                               notes.data()));
+  for (std::int64_t i = 0; i < std::min<std::int64_t>(count, notes.size()); ++i) {
+    const cudnnBackendNumericalNote_t n = notes[i];
+    const std::string name = note_name(n);
+    if (c.notes.find(name) == std::string::npos) c.notes += (c.notes.empty() ? "" : ",") + name;
+    c.lower_precision |= n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                         n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+                         n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
+    c.tensor_core |= n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
+    c.winograd |= name == "winograd";
+  }
+  return c;
+}
+
+std::string with_notes(const Candidate& c) {
+  return c.notes.empty() ? c.name : c.name + " (" + c.notes + ")";
+}
+
+bool aligned(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % static_cast<std::uintptr_t>(kAlignment) == 0;
+}
+
+}  // namespace
+
+struct CudnnGraphPlan::Impl {
+  Impl(const ConvDesc& desc, Pass p) : d(desc), pass(p) {}
+  ConvDesc d;
+  Pass pass;
+  // The graph's descriptors live as long as the execution plan that was finalized from them.
+  std::vector<Desc> keep;
+  Candidate chosen{Desc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)};  // replaced by the search
+  std::string engine, search;
+  // The last call's variant pack, reused while its pointers repeat.
+  mutable Desc pack{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR};
+  mutable std::array<void*, 4> pack_ptrs{};  // x, w, y, workspace
+  mutable bool pack_valid = false;
+
+  // The call's tensors by id: x, w, y as the forward pass names them.
+  std::array<void*, 3> pointers(const RunArgs& a) const {
+    switch (pass) {
+      case Pass::kForward:
+        return {const_cast<void*>(a.x), const_cast<void*>(a.w), a.out};
+      case Pass::kBackwardData:
+        return {a.out, const_cast<void*>(a.w), const_cast<void*>(a.dy)};
+      case Pass::kBackwardFilter:
+        break;
+    }
+    return {const_cast<void*>(a.x), a.out, const_cast<void*>(a.dy)};
+  }
+
+  void run_plan(cudnnHandle_t handle, const Desc& plan, const std::array<void*, 3>& ptrs,
+                void* workspace) const {
+    const std::int64_t uids[3] = {kUidX, kUidW, kUidY};
+    Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids, 3)
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs.data(), 3)
+        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace)
+        .finalize();
+    FFTCONV_CUDNN_CHECK(cudnnBackendExecute(handle, plan.get(), vp.get()));
+  }
+};
+
+CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRules& rules,
+                               cudnnHandle_t handle)
+    : impl_(new Impl(d, pass)) {
+  Impl& m = *impl_;
+  const cudnnDataType_t dt = graph_dtype(d.dtype);
+  m.keep.reserve(6);  // x, w, y below stay put
+  m.keep.push_back(tensor(kUidX, dt, {d.n, d.c, d.h, d.w}));
+  m.keep.push_back(tensor(kUidW, dt, {d.k, d.c_per_group(), d.r, d.s}));
+  m.keep.push_back(tensor(kUidY, dt, {d.n, d.k, d.out_h(), d.out_w()}));
+  const Desc& x = m.keep[0];
+  const Desc& w = m.keep[1];
+  const Desc& y = m.keep[2];
+
+  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const std::int64_t dims = 2;
+  const std::int64_t dil[2] = {d.dil_h, d.dil_w}, stride[2] = {d.stride_h, d.stride_w},
+                     pad[2] = {d.pad_h, d.pad_w};
+  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &compute)
+      .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, &mode)
+      .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, &dims)
+      .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dil, 2)
+      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, stride, 2)
+      .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, pad, 2)
+      .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pad, 2)
+      .finalize();
+
+  // alpha 1, beta 0: the pass overwrites its output (calls that scale or accumulate are not
+  // taken; see takes()).
+  const float one = 1.0f, zero = 0.0f;
+  Desc op = [&] {
+    switch (pass) {
+      case Pass::kForward: {
+        Desc o(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+        o.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
+            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
+            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
+            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &one)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &zero)
+            .finalize();
+        return o;
+      }
+      case Pass::kBackwardData: {
+        Desc o(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+        o.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x)
+            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w)
+            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y)
+            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &one)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &zero)
+            .finalize();
+        return o;
+      }
+      case Pass::kBackwardFilter:
+        break;
+    }
+    Desc o(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+    o.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv)
+        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, &one)
+        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, &zero)
+        .finalize();
+    return o;
+  }();
+
+  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  cudnnBackendDescriptor_t ops[1] = {op.get()};
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops, 1)
+      .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &handle)
+      .finalize();
+
+  // The heuristics' configurations, mode A first, then the fallback list, without repeats.
+  std::vector<Candidate> candidates;
+  int not_timed = 0;
+  std::string left_out;
+  auto leave_out = [&](const std::string& what) {
+    left_out += (left_out.empty() ? "" : ", ") + what;
+  };
+  const bool check_affordable =
+      rules.check_fp32 &&
+      static_cast<double>(d.n) * d.k * d.out_h() * d.out_w() * d.c_per_group() * d.r * d.s <=
+          kCheckMaxMacs;
+  const std::size_t tensor_bytes =
+      dtype_size(d.dtype) * static_cast<std::size_t>(d.x_elems() + d.w_elems() + d.y_elems());
+  std::size_t free_bytes = 0, total_bytes = 0;
+  FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  for (cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
+        .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &heur_mode);
+    if (heur.try_finalize() != CUDNN_STATUS_SUCCESS) continue;
+    for (Desc& cfg :
+         heur.get_descs(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)) {
+      Candidate c = describe_candidate(std::move(cfg));
+      if (std::any_of(candidates.begin(), candidates.end(),
+                      [&](const Candidate& o) { return o.name == c.name; }))
+        continue;
+      if (rules.strict_fp32 && c.lower_precision) {
+        leave_out(with_notes(c) + ": lower precision than fp32");
+        continue;
+      }
+      if (rules.strict_fp32 && c.winograd && !check_affordable) {
+        leave_out(with_notes(c) + ": Winograd, its fp32 error not measured");
+        continue;
+      }
+      if (static_cast<int>(candidates.size()) >= kMaxTimed) {
+        ++not_timed;  // not finalized either: a runtime-compiled engine takes long to finalize
+        continue;
+      }
+      c.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle)
+          .set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, c.cfg);
+      if (c.plan.try_finalize() != CUDNN_STATUS_SUCCESS) {
+        leave_out(c.name + ": no execution plan");
+        continue;
+      }
+      c.workspace = static_cast<std::size_t>(c.plan.get_value<std::int64_t>(
+          CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64));
+      if (c.workspace > rules.workspace_limit) {
+        leave_out(c.name + ": workspace " + std::to_string(c.workspace) + " bytes over the limit");
+        continue;
+      }
+      if (c.workspace + tensor_bytes > free_bytes / 10 * 9) {
+        leave_out(c.name + ": workspace " + std::to_string(c.workspace) +
+                  " bytes, with the search's tensors over 90% of free device memory");
+        continue;
+      }
+      candidates.push_back(std::move(c));
+    }
+  }
+  if (candidates.empty()) {
+    throw Error(Status::kNotSupported,
+                std::string("cuDNN's graph API has no ") + (rules.strict_fp32 ? "strict fp32 " : "") +
+                    pass_name(pass) + " engine for " + d.to_string() +
+                    (left_out.empty() ? "" : " (left out: " + left_out + ")"));
+  }
+
+  // Random operands and the largest workspace, on the thread's plan stream.
+  std::size_t ws_bytes = 0;
+  for (const Candidate& c : candidates) ws_bytes = std::max(ws_bytes, c.workspace);
+  const PlanStream& stream = thread_plan_stream();
+  const cudaStream_t st = stream.get();
+  const std::size_t es = dtype_size(d.dtype);
+  DeviceBuffer bx(es * d.x_elems()), bw(es * d.w_elems()), by(es * d.y_elems());
+  DeviceBuffer ws(std::max<std::size_t>(ws_bytes, 256));
+  launch_fill_uniform(bx.get(), d.x_elems(), d.dtype, 11, st);
+  launch_fill_uniform(bw.get(), d.w_elems(), d.dtype, 12, st);
+  launch_fill_uniform(by.get(), d.y_elems(), d.dtype, 13, st);
+  const PlanStreamDrain drain{stream};  // before the buffers are freed, also when a run throws
+  const std::array<void*, 3> ptrs = {bx.get(), bw.get(), by.get()};
+  FFTCONV_CUDNN_CHECK(cudnnSetStream(handle, st));
+
+  GpuTimer untimed, timer;
+  float spent = 0.0f, best = 0.0f;
+  std::vector<Candidate*> timed;
+  for (Candidate& c : candidates) {
+    if (spent > kSearchBudgetMs) {
+      leave_out(c.name + ": not timed, the search's budget spent");
+      continue;
+    }
+    try {
+      untimed.start(st);
+      m.run_plan(handle, c.plan, ptrs, ws.get());
+      untimed.stop(st);
+      const float first = untimed.elapsed_ms();
+      spent += first;
+      if (!timed.empty() && first > kSlowCandidateFactor * best) {
+        c.ms = first;  // slower than the best even with its kernels loaded
+      } else {
+        timer.start(st);
+        m.run_plan(handle, c.plan, ptrs, ws.get());
+        timer.stop(st);
+        c.ms = timer.elapsed_ms();
+        spent += c.ms;
+      }
+    } catch (const Error& e) {
+      if (e.status() != Status::kCudnnError && e.status() != Status::kNotSupported) throw;
+      stream.synchronize();
+      leave_out(c.name + " failed: " + e.what());
+      continue;
+    }
+    best = timed.empty() ? c.ms : std::min(best, c.ms);
+    timed.push_back(&c);
+  }
+  if (not_timed > 0) {
+    leave_out(std::to_string(not_timed) + " more configurations after the first " +
+              std::to_string(kMaxTimed) + " not timed");
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const Candidate* l, const Candidate* r) { return l->ms < r->ms; });
+
+  // The fastest that passes the fp32 check (where it applies).
+  std::string tried, check;
+  for (const Candidate* c : timed) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s%s %.3f ms", tried.empty() ? "" : ", ",
+                  with_notes(*c).c_str(), c->ms);
+    tried += buf;
+  }
+  Candidate* pick = nullptr;
+  DeviceBuffer ref;
+  for (Candidate* c : timed) {
+    if (!check_affordable) {
+      pick = c;
+      break;
+    }
+    try {
+      const std::size_t out_elems = static_cast<std::size_t>(
+          pass == Pass::kForward ? d.y_elems() : pass == Pass::kBackwardData ? d.x_elems()
+                                                                              : d.w_elems());
+      const void* out = pass == Pass::kForward        ? by.get()
+                        : pass == Pass::kBackwardData ? bx.get()
+                                                      : bw.get();
+      if (!ref) {
+        // The fp64 oracle on the operands the pass reads (the timed runs wrote only its output).
+        ref = DeviceBuffer(sizeof(double) * out_elems);
+        const auto* fx = bx.as<const float>();
+        const auto* fw = bw.as<const float>();
+        const auto* fy = by.as<const float>();
+        if (pass == Pass::kForward) {
+          reference::conv2d_forward_device(d, fx, fw, nullptr, ref.as<double>(), st);
+        } else if (pass == Pass::kBackwardData) {
+          reference::conv2d_backward_data_device(d, fy, fw, ref.as<double>(), st);
+        } else {
+          reference::conv2d_backward_filter_device(d, fx, fy, ref.as<double>(), st);
+        }
+      }
+      m.run_plan(handle, c->plan, ptrs, ws.get());
+      const reference::DeviceErrorNorms e =
+          reference::compare_device(out, d.dtype, ref.as<const double>(),
+                                    static_cast<std::int64_t>(out_elems), st);
+      char buf[200];
+      std::snprintf(buf, sizeof(buf), "%s%s: rel-L2 %.2e, max %.2e%s", check.empty() ? "" : "; ",
+                    c->name.c_str(), e.rel_l2, e.max_err,
+                    e.pass(1e-5) ? "" : ", over the fp32 tolerance 1e-5");
+      check += buf;
+      if (e.pass(1e-5)) {
+        pick = c;
+        break;
+      }
+    } catch (const std::exception& e) {
+      // The oracle could not run (its result needs device memory, say): keep the engines whose
+      // accuracy the check would decide out, as if it were not affordable.
+      check += std::string(check.empty() ? "" : "; ") + "check not run: " + e.what();
+      for (Candidate* o : timed) {
+        if (!o->winograd) {
+          pick = o;
+          break;
+        }
+      }
+      break;
+    }
+  }
+  if (!pick) {
+    throw Error(Status::kNotSupported,
+                "no strict fp32 " + std::string(pass_name(pass)) + " engine of cuDNN's graph API " +
+                    "passed the fp32 check on " + d.to_string() + " (" + check + ")");
+  }
+  m.chosen = std::move(*pick);
+  m.keep.push_back(std::move(conv));
+  m.keep.push_back(std::move(op));
+  m.keep.push_back(std::move(graph));
+  m.engine = with_notes(m.chosen);
+  m.search = "graph API, heuristics A and fallback, timed [" + tried + "]";
+  if (!check.empty()) m.search += "; fp32 check against fp64: " + check;
+  if (rules.check_fp32 && !check_affordable) {
+    m.search += "; fp32 check not run (direct convolution over 2^36 multiply-adds): Winograd "
+                "engines left out";
+  }
+  if (!left_out.empty()) m.search += "; left out: " + left_out;
+}
+
+CudnnGraphPlan::~CudnnGraphPlan() = default;
+
+std::size_t CudnnGraphPlan::workspace_size() const { return impl_->chosen.workspace; }
+
+bool CudnnGraphPlan::takes(const RunArgs& a) const {
+  if (impl_->pass == Pass::kBackwardFilter && (a.alpha != 1.0f || a.beta != 0.0f)) return false;
+  for (const void* p : impl_->pointers(a)) {
+    if (!aligned(p)) return false;
+  }
+  return impl_->chosen.workspace == 0 || aligned(a.workspace);
+}
+
+void CudnnGraphPlan::execute(cudnnHandle_t handle, const RunArgs& a) const {
+  Impl& m = *impl_;
+  const std::array<void*, 3> p = m.pointers(a);
+  const std::array<void*, 4> key = {p[0], p[1], p[2], a.workspace};
+  if (!m.pack_valid || key != m.pack_ptrs) {
+    const std::int64_t uids[3] = {kUidX, kUidW, kUidY};
+    Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    void* workspace = a.workspace;
+    m.pack_valid = false;
+    vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids, 3)
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, p.data(), 3)
+        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace)
+        .finalize();
+    m.pack = std::move(vp);
+    m.pack_ptrs = key;
+    m.pack_valid = true;
+  }
+  FFTCONV_CUDNN_CHECK(cudnnBackendExecute(handle, m.chosen.plan.get(), m.pack.get()));
+}
+
+const std::string& CudnnGraphPlan::engine() const { return impl_->engine; }
+
+bool CudnnGraphPlan::tensor_core() const { return impl_->chosen.tensor_core; }
+
+const std::string& CudnnGraphPlan::search() const { return impl_->search; }
+
+}  // namespace fftconv::detail
