@@ -117,6 +117,20 @@ PyObject* strict_fp32(PyObject*, PyObject* args) {
   return PyBool_FromLong(fftconv::torch_ext::strict_fp32() ? 1 : 0);
 }
 
+PyObject* cudnn_search(PyObject*, PyObject* args) {
+  const char* name = nullptr;
+  if (!PyArg_ParseTuple(args, "|s", &name)) return nullptr;
+  if (name) {
+    try {
+      fftconv::torch_ext::set_cudnn_search(fftconv::parse_cudnn_search(name));
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+      return nullptr;
+    }
+  }
+  return PyUnicode_FromString(fftconv::cudnn_search_name(fftconv::torch_ext::cudnn_search()));
+}
+
 PyObject* build_info(PyObject*, PyObject*) {
   return Py_BuildValue("{s:O,s:O,s:O}", "cuda", FFTCONV_TORCH_CUDA ? Py_True : Py_False,
                        "host_fft", FFTCONV_TORCH_HOST_FFT ? Py_True : Py_False, "cudnn",
@@ -203,6 +217,8 @@ PyMethodDef methods[] = {
      "Whether training forward calls write filter spectra; with an argument, sets it."},
     {"_strict_fp32", strict_fp32, METH_VARARGS,
      "Whether Auto holds aten's fp32 results to 1e-5 under cudnn.benchmark; with an argument, sets it."},
+    {"_cudnn_search", cudnn_search, METH_VARARGS,
+     "How the engine's cuDNN path searches ('find', 'heuristic', 'graph'); with an argument, sets it."},
     {"_build_info", build_info, METH_NOARGS, "What this build of the extension holds."},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -154,6 +154,7 @@ constexpr std::size_t kMeasureWorkspaceLimit = std::size_t{1} << 30;
 constexpr double kFp32Tolerance = 1e-5;
 
 std::atomic<bool> g_strict_fp32{true};
+std::atomic<int> g_cudnn_search{static_cast<int>(CudnnSearch::kFind)};
 
 std::string estimate_text(const detail::RankedAlgo& own, const detail::RankedAlgo& cudnn) {
   return std::string("estimates: ") + algo_name(own.algo) + " " + detail::us_text(own.us) +
@@ -166,6 +167,7 @@ Options entry_options(Pass pass, Algo algo, Backend backend) {
   o.pass = pass;
   o.backend = backend;
   o.check_pointers = false;  // torch has checked the tensors' devices
+  o.cudnn_search = cudnn_search();
   return o;
 }
 
@@ -766,6 +768,12 @@ bool engine_takes(Backend backend, Algo algo) {
 
 bool strict_fp32() { return g_strict_fp32.load(std::memory_order_relaxed); }
 void set_strict_fp32(bool on) { g_strict_fp32.store(on, std::memory_order_relaxed); }
+CudnnSearch cudnn_search() {
+  return static_cast<CudnnSearch>(g_cudnn_search.load(std::memory_order_relaxed));
+}
+void set_cudnn_search(CudnnSearch s) {
+  g_cudnn_search.store(static_cast<int>(s), std::memory_order_relaxed);
+}
 
 // ---- kernels -----------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "fftconv/conv_desc.hpp"
+#include "fftconv/options.hpp"
 
 namespace fftconv::torch_ext {
 
@@ -30,5 +31,11 @@ at::Tensor call_conv2d(const at::Tensor& x, const at::Tensor& w,
 /// Read when a plan is made: fftconv.backends.plan_cache.clear() applies a change to old plans.
 bool strict_fp32();
 void set_strict_fp32(bool on);
+
+/// fftconv.backends.cudnn_search: how the engine's own cuDNN path (algo="cudnn", and Auto's
+/// fallback where strict_fp32 moves a plan off aten) picks its algorithm: Options::cudnn_search,
+/// "find" by default. Read when a plan is made, as strict_fp32.
+CudnnSearch cudnn_search();
+void set_cudnn_search(CudnnSearch s);
 
 }  // namespace fftconv::torch_ext

@@ -27,6 +27,13 @@ while ``torch.backends.cudnn.allow_tf32`` is on (PyTorch's default: the user cho
 cuDNN's convolutions). Read when a plan is made; ``plan_cache.clear()`` applies a change to the
 plans made before.
 
+``fftconv.backends.cudnn_search`` (default ``"find"``): how the engine's own cuDNN path (``algo=
+"cudnn"``, and the plans strict_fp32 moves off aten) picks its algorithm: ``"find"`` (the legacy
+API's ``cudnnFind*``), ``"heuristic"`` or ``"graph"`` (cuDNN's graph API: its heuristics'
+engines timed, every engine of the fp32 path checked against float64 at plan time, one
+``cudnnBackendExecute`` per call; see ``fftconv::CudnnSearch::kGraph``). Read when a plan is
+made, as strict_fp32.
+
 ``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
 grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of
 PyTorch's allocator held by the call's autograd node, and that node's backward-data call reads it
@@ -126,7 +133,8 @@ class FilterSpectra:
 
 
 class _BackendsModule(types.ModuleType):
-    """This module, with ``strict_fp32`` as a property (as torch.backends' switches)."""
+    """This module, with ``strict_fp32`` and ``cudnn_search`` as properties (as torch.backends'
+    switches)."""
 
     @property
     def strict_fp32(self):
@@ -135,6 +143,16 @@ class _BackendsModule(types.ModuleType):
     @strict_fp32.setter
     def strict_fp32(self, on):
         _C._strict_fp32(bool(on))
+
+    @property
+    def cudnn_search(self):
+        return _C._cudnn_search()
+
+    @cudnn_search.setter
+    def cudnn_search(self, name):
+        if not isinstance(name, str):
+            raise TypeError(f"cudnn_search must be a str, got {type(name).__name__}")
+        _C._cudnn_search(name)
 
 
 plan_cache = PlanCache(None)

@@ -168,6 +168,52 @@ def test_strict_fp32_switch():
     assert fftconv.backends.strict_fp32 is True
 
 
+def test_cudnn_search_switch():
+    assert fftconv.backends.cudnn_search == "find"
+    try:
+        for name in ("graph", "heuristic", "find"):
+            fftconv.backends.cudnn_search = name
+            assert fftconv.backends.cudnn_search == name
+        with pytest.raises(ValueError, match="unknown cuDNN search 'fastest'"):
+            fftconv.backends.cudnn_search = "fastest"
+        with pytest.raises(TypeError, match="must be a str"):
+            fftconv.backends.cudnn_search = 2
+        assert fftconv.backends.cudnn_search == "find"
+    finally:
+        fftconv.backends.cudnn_search = "find"
+
+
+@needs_cuda
+@pytest.mark.parametrize("pass_", ["fwd", "dgrad", "wgrad"])
+def test_cudnn_graph_search_matches_float64(pass_):
+    # The engine's cuDNN path through cuDNN's graph API, every pass, against float64.
+    c = fftconv.backends.plan_cache
+    torch.manual_seed(5)
+    x = torch.randn(2, 16, 20, 20, device="cuda")
+    w = torch.randn(8, 16, 3, 3, device="cuda")
+    dy = torch.randn(2, 8, 20, 20, device="cuda")
+    try:
+        fftconv.backends.cudnn_search = "graph"
+        c.clear()
+        if pass_ == "fwd":
+            got = fftconv.conv2d(x, w, padding=1, algo="cudnn")
+            want = F.conv2d(x.double(), w.double(), padding=1)
+        elif pass_ == "dgrad":
+            got = torch.ops.fftconv.conv2d_input_grad(dy, w, list(x.shape), [1, 1], [1, 1],
+                                                      [1, 1], 1, "cudnn")
+            want = torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), padding=1)
+        else:
+            got = torch.ops.fftconv.conv2d_weight_grad(dy, x, list(w.shape), [1, 1], [1, 1],
+                                                       [1, 1], 1, "cudnn")
+            want = torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), padding=1)
+        assert rel_l2(got, want) <= TOL[torch.float32]
+        (line,) = c.describe()
+        assert "graph" in line, line
+    finally:
+        fftconv.backends.cudnn_search = "find"
+        c.clear()
+
+
 @needs_cuda
 def test_auto_does_not_time_far_apart_estimates(cuda_auto):
     # Depthwise 63x63: cuDNN's estimate is more than 16x the FFT's; nothing is timed.
