@@ -610,6 +610,9 @@ def parse_args(argv):
                     help="fwd with a fixed filter (requires_grad False: fftconv keeps its "
                          "spectrum) instead of a trained one")
     ap.add_argument("--seed", type=int, default=1, help="random seed of the inputs (default 1)")
+    ap.add_argument("--cudnn-search", choices=("find", "heuristic", "graph"), default="find",
+                    help="fftconv.backends.cudnn_search: how the engine's own cuDNN path finds "
+                         "its algorithm (default find)")
     ap.add_argument("--reference", choices=("f64", "f32"), default="f64",
                     help="what rel_l2 is against: torch on float64 copies of the inputs "
                          "(default), or torch in fp32 with TF32 off (faster on large rows; "
@@ -662,6 +665,7 @@ def main(argv=None):
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
     tb.configure_torch(torch, True)
+    fftconv.backends.cudnn_search = args.cudnn_search
 
     to_file = args.out != "-"
     log = sys.stdout if to_file else sys.stderr  # keep stdout pure JSON with --out -
@@ -670,7 +674,7 @@ def main(argv=None):
                cold_flush_bytes=FLUSH_BYTES if device.type == "cuda" else 0,
                host_calls=args.host_calls, host_batch=HOST_BATCH, host_budget_s=args.host_budget_s,
                passes=args.passes, dtypes=args.dtypes, algo=args.algo, reference=args.reference,
-               fftconv_version=getattr(fftconv, "__version__", ""),
+               cudnn_search=args.cudnn_search, fftconv_version=getattr(fftconv, "__version__", ""),
                fftconv_build=dict(getattr(fftconv.backends, "build_info", {})))
     notes = []
     if args.cpp_bench:
