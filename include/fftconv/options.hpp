@@ -62,10 +62,10 @@ enum class CudnnSearch : int {
   /// cuDNN's graph API (the engines PyTorch's cuDNN calls use): the engine configurations of its
   /// heuristics (modes A and fallback) that the plan admits, each timed once after a warm-up run,
   /// the fastest kept as a finalized execution plan; a call is one cudnnBackendExecute instead
-  /// of the legacy API's per-call set-up. In strict fp32 the engines that compute in TF32 or
-  /// lower precision are left out, and the chosen engine's error is measured at plan time on
+  /// of the legacy API's per-call set-up. Engines that down-convert their inputs or reduce in
+  /// lower precision are left out, so are TF32 engines in strict fp32, and the chosen engine's error is measured at plan time on
   /// random data against an fp64 direct convolution, the next fastest taken where it misses
-  /// 1e-5 (where that oracle is too slow, Winograd engines are left out instead); describe()
+  /// 1e-5 (where that oracle would be too slow, the legacy algorithm alone serves); describe()
   /// says what was timed, left out and measured. Calls the execution plan cannot take (tensors
   /// not 16-byte aligned, backward filter with alpha != 1 or beta != 0) run the legacy API's
   /// heuristic choice, kept by the same plan. Not yet the default: see docs/design.md.

@@ -3,6 +3,7 @@
 // no padding) behind a stage that writes the bordered input into the workspace (forward,
 // backward filter) or folds the bordered input's gradient back into dx (backward data). The
 // entry helpers of registry.h route every question the planner asks of an entry through here.
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -36,6 +37,12 @@ Support inner_options(const AlgoFactory& f, const ConvDesc& d, const Options& o,
     return Support::no(Status::kNotSupported,
                        "a bordered plane of " + std::to_string(hb) + "x" + std::to_string(wb) +
                            " exceeds 32-bit indices");
+  }
+  // The GPU stages map positions in 32 bits: reflect's period 2 (n - 1) must fit too.
+  if (std::max(d.h, d.w) > (std::int64_t{1} << 30)) {
+    return Support::no(Status::kNotSupported,
+                       "a side of " + std::to_string(std::max(d.h, d.w)) +
+                           " exceeds 2^30, the longest axis a border is applied along");
   }
   if (double(d.n) * double(d.c) * double(hb) * double(wb) > 70368744177664.0) {
     return Support::no(Status::kNotSupported, "the bordered input has more than 2^46 elements");

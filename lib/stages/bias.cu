@@ -9,19 +9,32 @@ namespace fftconv::detail {
 
 namespace {
 constexpr int kThreads = 256;
-constexpr std::int64_t kMaxRows = 65535;
+constexpr int kPerThread = 4;  // elements per thread and chunk: a few loads in flight each
+constexpr std::int64_t kChunk = std::int64_t(kThreads) * kPerThread;
+constexpr std::int64_t kMaxGridY = 65535;
 
-// Block (row, z): row = i * k + j of the n * k planes, z strides through further rows; the
-// threads stride along the plane.
+// Block (x, y): chunk x of row y (row = i * k + j of the n * k planes), both striding on by the
+// grid, so a few large planes spread over many blocks as well as many small ones do.
 template <typename T>
-__global__ void add_bias_kernel(T* __restrict__ y, const T* __restrict__ bias, std::int64_t rows,
-                                std::int64_t k, std::int64_t plane) {
-  for (std::int64_t row = blockIdx.x + std::int64_t(blockIdx.y) * gridDim.x; row < rows;
-       row += std::int64_t(gridDim.x) * gridDim.y) {
+__global__ void __launch_bounds__(kThreads)
+    add_bias_kernel(T* __restrict__ y, const T* __restrict__ bias, std::int64_t rows,
+                    std::int64_t k, std::int64_t plane) {
+  for (std::int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     const float b = to_float(bias[row % k]);
     T* p = y + row * plane;
-    for (std::int64_t e = threadIdx.x; e < plane; e += kThreads) {
-      p[e] = from_float<T>(to_float(p[e]) + b);
+    for (std::int64_t base = std::int64_t(blockIdx.x) * kChunk; base < plane;
+         base += std::int64_t(gridDim.x) * kChunk) {
+      float v[kPerThread];
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const std::int64_t e = base + u * kThreads + threadIdx.x;
+        v[u] = e < plane ? to_float(p[e]) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kPerThread; ++u) {
+        const std::int64_t e = base + u * kThreads + threadIdx.x;
+        if (e < plane) p[e] = from_float<T>(v[u] + b);
+      }
     }
   }
 }
@@ -30,10 +43,12 @@ template <typename T>
 void add_bias(void* y, const void* bias, std::int64_t n, std::int64_t k, std::int64_t plane,
               cudaStream_t stream) {
   const std::int64_t rows = n * k;
-  const dim3 grid(static_cast<unsigned>(std::min(rows, kMaxRows)),
-                  static_cast<unsigned>(std::min<std::int64_t>(64, (rows + kMaxRows - 1) / kMaxRows)));
-  add_bias_kernel<<<grid, kThreads, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(bias),
-                                                 rows, k, plane);
+  const std::int64_t chunks = (plane + kChunk - 1) / kChunk;
+  // About 64K blocks at most: enough to fill the device, few enough to launch cheaply.
+  const std::int64_t grid_y = std::min(rows, kMaxGridY);
+  const std::int64_t grid_x = std::max<std::int64_t>(1, std::min(chunks, 65536 / grid_y));
+  add_bias_kernel<<<dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y)), kThreads,
+                    0, stream>>>(static_cast<T*>(y), static_cast<const T*>(bias), rows, k, plane);
 }
 }  // namespace
 

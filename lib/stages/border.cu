@@ -41,9 +41,11 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t plane = blockIdx.y; plane < p.planes; plane += gridDim.y) {
     const E* src = x + plane * p.h * p.w;
     E* dst = xb + plane * elems;
-    for (int e = blockIdx.x * kThreads + threadIdx.x; e < elems; e += gridDim.x * kThreads) {
+    // 64-bit steps: e + the grid's stride must not wrap for planes near 2^31 elements.
+    for (std::int64_t e = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; e < elems;
+         e += std::int64_t(gridDim.x) * kThreads) {
       int i, j;
-      p.cols.divmod(e, i, j);
+      p.cols.divmod(static_cast<int>(e), i, j);
       const int si = border_index<int>(i - p.pad_h, p.h, p.border);
       const int sj = border_index<int>(j - p.pad_w, p.w, p.border);
       dst[e] = si < 0 || sj < 0 ? E(0) : src[si * p.w + sj];  // -1: zero border
@@ -57,9 +59,10 @@ __global__ void __launch_bounds__(kThreads)
   const int elems = p.h * p.w;
   for (std::int64_t plane = blockIdx.y; plane < p.planes; plane += gridDim.y) {
     const T* src = dxb + plane * p.hb * p.wb;
-    for (int e = blockIdx.x * kThreads + threadIdx.x; e < elems; e += gridDim.x * kThreads) {
+    for (std::int64_t e = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; e < elems;
+         e += std::int64_t(gridDim.x) * kThreads) {
       int i, j;
-      p.cols.divmod(e, i, j);
+      p.cols.divmod(static_cast<int>(e), i, j);
       const BorderPreimages<int> rows = border_preimages<int>(i, p.h, p.pad_h, p.border);
       const BorderPreimages<int> cols = border_preimages<int>(j, p.w, p.pad_w, p.border);
       float acc = 0.0f;  // in the order of the host's fold

@@ -3,6 +3,7 @@
 // tensors, a scaled or accumulated backward filter), another thread's handle, graph capture.
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <thread>
 
 #include "gpu_test_util.h"
@@ -120,6 +121,35 @@ TEST(CudnnGraph, RunsOnAnotherThreadAndInAGraph) {
   EXPECT_TRUE(testing::compare(other, p.ref).pass(testing::tolerance(d.dtype)));
   const std::vector<float> replayed = forward_in_graph(plan, p, p.w.get(), p.bias.get(), 2);
   EXPECT_TRUE(testing::compare(replayed, p.ref).pass(testing::tolerance(d.dtype)));
+}
+
+// A plan made on a thread that has ended (its cuDNN handle destroyed with it) runs on this one.
+TEST(CudnnGraph, OutlivesTheThreadThatMadeIt) {
+  REQUIRE_GPU_AND_CUDNN();
+  const ConvDesc d = small_desc();
+  const Problem p(d, 9302, false);
+  std::unique_ptr<Plan> plan;
+  std::thread maker([&] { plan = std::make_unique<Plan>(d, graph_options(Pass::kForward)); });
+  maker.join();
+  ASSERT_EQ(plan->info().cudnn_algo.rfind("graph ", 0), 0u) << plan->describe();
+  testing::DeviceBuffer y(sizeof(float) * d.y_elems()), ws(plan->workspace_size() + 256);
+  y.poison();
+  plan->forward(p.x.get(), p.w.get(), nullptr, y.get(), ws.get(), plan->workspace_size(), nullptr);
+  testing::cuda_check(cudaDeviceSynchronize(), "forward");
+  EXPECT_TRUE(testing::compare(download(y, d.y_elems(), d.dtype), p.ref)
+                  .pass(testing::tolerance(d.dtype)));
+}
+
+// Strict fp32 on a problem whose fp64 check would be too slow: the plan keeps the legacy
+// algorithm alone and says why (nothing runs: the plan is only made).
+TEST(CudnnGraph, TooLargeToCheckKeepsTheLegacyAlgorithm) {
+  REQUIRE_GPU_AND_CUDNN();
+  ConvDesc d;
+  d.n = 1; d.c = 512; d.h = 256; d.w = 256; d.k = 512; d.r = 9; d.s = 9; d.pad_h = 4; d.pad_w = 4;
+  const Plan plan(d, graph_options(Pass::kForward));
+  EXPECT_NE(plan.info().cudnn_algo.rfind("graph ", 0), 0u) << plan.describe();
+  EXPECT_NE(plan.describe().find("graph API not used"), std::string::npos) << plan.describe();
+  EXPECT_NE(plan.describe().find("2^38"), std::string::npos) << plan.describe();
 }
 
 // The comparison the plan-time check uses agrees with the tests' host comparison.

@@ -148,14 +148,24 @@ class CudnnAlgo final : public ConvAlgo {
       forced_algo(o.cudnn_algo, math, o.workspace_limit);
     } else if (o.cudnn_search == CudnnSearch::kFind) {
       find_algo(strict, o.workspace_limit);
-    } else {
-      // kGraph: the legacy algorithm runs the calls the execution plan does not take.
+    } else if (o.cudnn_search == CudnnSearch::kHeuristic) {
       heuristic_algo(strict, o.workspace_limit);
-    }
-    FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math_));
-    if (o.cudnn_search == CudnnSearch::kGraph && o.cudnn_algo.empty()) {
+    } else {
+      // kGraph: the legacy algorithm runs the calls the execution plan does not take; the plan
+      // needs one of the two.
+      try {
+        heuristic_algo(strict, o.workspace_limit);
+      } catch (const Error& e) {
+        if (e.status() != Status::kNotSupported) throw;
+        legacy_ = false;
+        search_ = e.what();
+      }
       build_graph(strict, o.workspace_limit);
+      if (!graph_ && !legacy_) {
+        throw Error(Status::kNotSupported, search_ + "; " + graph_note_);
+      }
     }
+    if (legacy_) FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math_));
     descs_.handle = nullptr;
   }
 
@@ -206,8 +216,14 @@ class CudnnAlgo final : public ConvAlgo {
     FFTCONV_CUDNN_CHECK(cudnnSetStream(d.handle, stream));
     if (graph_ && graph_->takes(args)) {
       graph_->execute(d.handle, args);
-    } else {
+    } else if (legacy_) {
       ops_->enqueue(d, algo_, args, workspace_);
+    } else {
+      throw Error(Status::kNotSupported,
+                  "this cuDNN plan has only the graph API's execution plan, which takes 16-byte "
+                  "aligned tensors" +
+                      std::string(pass_ == Pass::kBackwardFilter ? " and alpha 1, beta 0" : "") +
+                      " (no legacy algorithm: " + search_ + ") [" + d_.to_string() + "]");
     }
     if (marks) marks->mark("cudnn", stream);
     if (pass_ == Pass::kForward && a.bias) {
@@ -252,7 +268,9 @@ class CudnnAlgo final : public ConvAlgo {
       info.cudnn_math = graph_->tensor_core() ? "tensor_op" : "fma";
       info.reason = "cudnn " + graph_->search() + "; calls the execution plan does not take " +
                     "(tensors not 16-byte aligned, backward filter scaled or accumulated): " +
-                    algo_name(pass_, algo_) + "/" + math_name(math_) + " (" + search_ + ")";
+                    (legacy_ ? std::string(algo_name(pass_, algo_)) + "/" + math_name(math_) +
+                                   " (" + search_ + ")"
+                             : "none, no legacy algorithm (" + search_ + ")");
       return;
     }
     info.cudnn_algo = algo_name(pass_, algo_);
@@ -502,6 +520,7 @@ class CudnnAlgo final : public ConvAlgo {
   CudnnDescs descs_;
   std::unique_ptr<CudnnGraphPlan> graph_;  // CudnnSearch::kGraph
   std::string graph_note_;                 // why a kGraph plan has no execution plan
+  bool legacy_ = true;                     // algo_ holds a legacy algorithm (kGraph: may not)
   int algo_ = 0;
   cudnnMathType_t math_ = CUDNN_FMA_MATH;
   std::size_t workspace_ = 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <utility>
@@ -35,8 +36,10 @@ constexpr int kMaxTimed = 16;
 constexpr float kSearchBudgetMs = 3000.0f;
 // A candidate whose untimed run took this many times the best time so far is not timed again.
 constexpr float kSlowCandidateFactor = 2.0f;
-// Up to this many multiply-adds the fp32 check runs the fp64 direct oracle; above, Winograd
-// engines are left out instead. 2^38 covers the small-kernel parity set (its largest, 512
+// fp32's promise: rel-L2 and max error (over max |ref|) against fp64 at most this.
+constexpr double kFp32Tolerance = 1e-5;
+// Up to this many multiply-adds the fp32 check runs the fp64 direct oracle; above, a strict
+// fp32 plan does not use the graph API (its engines are not known to hold the tolerance). 2^38 covers the small-kernel parity set (its largest, 512
 // channels of 56x56 with 5x5 filters, is 8.2e10), whose backward filter cuDNN computes with
 // errors up to 1.5e-3 under PyTorch's choice; at 1e12 fp64 multiply-adds a second, a quarter of
 // the search's budget.
@@ -172,15 +175,16 @@ struct Candidate {
   Desc cfg;
   std::string name;  // "eng<global index>" and its knob choices
   std::string notes;
-  bool lower_precision = false;  // TF32, down-converted inputs or a reduced-precision reduction
-  bool winograd = false;
+  bool tf32 = false;             // TENSOR_CORE on fp32 data: TF32
+  bool lower_precision = false;  // down-converted inputs or a reduced-precision reduction
   bool tensor_core = false;
   Desc plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
   std::size_t workspace = 0;
   float ms = 0.0f;
 };
 
-Candidate describe_candidate(Desc cfg) {
+// `fp32`: the data is fp32, where a TENSOR_CORE note means TF32.
+Candidate describe_candidate(Desc cfg, bool fp32) {
   Candidate c(std::move(cfg));
   std::vector<Desc> engine =
       c.cfg.get_descs(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1);
@@ -207,11 +211,10 @@ Candidate describe_candidate(Desc cfg) {
     const cudnnBackendNumericalNote_t n = notes[i];
     const std::string name = note_name(n);
     if (c.notes.find(name) == std::string::npos) c.notes += (c.notes.empty() ? "" : ",") + name;
-    c.lower_precision |= n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
-                         n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+    c.lower_precision |= n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
                          n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
     c.tensor_core |= n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
-    c.winograd |= name == "winograd";
+    c.tf32 |= n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && fp32;
   }
   return c;
 }
@@ -252,22 +255,35 @@ struct CudnnGraphPlan::Impl {
     return {const_cast<void*>(a.x), a.out, const_cast<void*>(a.dy)};
   }
 
-  void run_plan(cudnnHandle_t handle, const Desc& plan, const std::array<void*, 3>& ptrs,
-                void* workspace) const {
-    const std::int64_t uids[3] = {kUidX, kUidW, kUidY};
-    Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids, 3)
-        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs.data(), 3)
-        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace)
-        .finalize();
-    FFTCONV_CUDNN_CHECK(cudnnBackendExecute(handle, plan.get(), vp.get()));
-  }
 };
+
+namespace {
+// The variant pack of one pointer set: the tensors by id, and the workspace.
+Desc variant_pack(const std::array<void*, 3>& ptrs, void* workspace) {
+  const std::int64_t uids[3] = {kUidX, kUidW, kUidY};
+  Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids, 3)
+      .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs.data(), 3)
+      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace)
+      .finalize();
+  return vp;
+}
+}  // namespace
 
 CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRules& rules,
                                cudnnHandle_t handle)
     : impl_(new Impl(d, pass)) {
   Impl& m = *impl_;
+  const double macs =
+      static_cast<double>(d.n) * d.k * d.out_h() * d.out_w() * d.c_per_group() * d.r * d.s;
+  if (rules.check_fp32 && macs > kCheckMaxMacs) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%.3g multiply-adds, over the 2^38", macs);
+    throw Error(Status::kNotSupported,
+                std::string("strict fp32 on cuDNN's graph API needs the plan-time check against "
+                            "fp64, whose direct convolution would take ") +
+                    buf + " it is given");
+  }
   const cudnnDataType_t dt = graph_dtype(d.dtype);
   m.keep.reserve(6);  // x, w, y below stay put
   m.keep.push_back(tensor(kUidX, dt, {d.n, d.c, d.h, d.w}));
@@ -339,21 +355,23 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
       .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &handle)
       .finalize();
 
-  // The heuristics' configurations, mode A first, then the fallback list, without repeats.
+  // The heuristics' configurations, mode A first, then the fallback list, without repeats. In
+  // strict fp32 TF32 engines are left out; down-converted inputs and reduced-precision
+  // reductions always are (the engine's promise: fp32 arithmetic inside, whatever the dtype).
   std::vector<Candidate> candidates;
+  std::vector<std::string> seen;
   int not_timed = 0;
   std::string left_out;
   auto leave_out = [&](const std::string& what) {
     left_out += (left_out.empty() ? "" : ", ") + what;
   };
-  const bool check_affordable =
-      rules.check_fp32 &&
-      static_cast<double>(d.n) * d.k * d.out_h() * d.out_w() * d.c_per_group() * d.r * d.s <=
-          kCheckMaxMacs;
   const std::size_t tensor_bytes =
       dtype_size(d.dtype) * static_cast<std::size_t>(d.x_elems() + d.w_elems() + d.y_elems());
   std::size_t free_bytes = 0, total_bytes = 0;
   FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // Host time spent finalizing plans counts in the search's budget (an engine compiled at run
+  // time takes long to finalize).
+  float spent = 0.0f;
   for (cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
@@ -361,25 +379,28 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
     if (heur.try_finalize() != CUDNN_STATUS_SUCCESS) continue;
     for (Desc& cfg :
          heur.get_descs(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)) {
-      Candidate c = describe_candidate(std::move(cfg));
-      if (std::any_of(candidates.begin(), candidates.end(),
-                      [&](const Candidate& o) { return o.name == c.name; }))
-        continue;
-      if (rules.strict_fp32 && c.lower_precision) {
+      Candidate c = describe_candidate(std::move(cfg), d.dtype == DType::kF32);
+      if (std::find(seen.begin(), seen.end(), c.name) != seen.end()) continue;
+      seen.push_back(c.name);
+      if (c.lower_precision) {
         leave_out(with_notes(c) + ": lower precision than fp32");
         continue;
       }
-      if (rules.strict_fp32 && c.winograd && !check_affordable) {
-        leave_out(with_notes(c) + ": Winograd, its fp32 error not measured");
+      if (rules.strict_fp32 && c.tf32) {
+        leave_out(with_notes(c) + ": TF32");
         continue;
       }
-      if (static_cast<int>(candidates.size()) >= kMaxTimed) {
-        ++not_timed;  // not finalized either: a runtime-compiled engine takes long to finalize
+      if (static_cast<int>(candidates.size()) >= kMaxTimed || spent > kSearchBudgetMs) {
+        ++not_timed;  // not finalized either
         continue;
       }
+      const auto t0 = std::chrono::steady_clock::now();
       c.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle)
           .set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, c.cfg);
-      if (c.plan.try_finalize() != CUDNN_STATUS_SUCCESS) {
+      const cudnnStatus_t finalized = c.plan.try_finalize();
+      spent += std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0)
+                   .count();
+      if (finalized != CUDNN_STATUS_SUCCESS) {
         leave_out(c.name + ": no execution plan");
         continue;
       }
@@ -410,17 +431,31 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
   const PlanStream& stream = thread_plan_stream();
   const cudaStream_t st = stream.get();
   const std::size_t es = dtype_size(d.dtype);
+  const std::int64_t out_elems = pass == Pass::kForward        ? d.y_elems()
+                                 : pass == Pass::kBackwardData ? d.x_elems()
+                                                               : d.w_elems();
   DeviceBuffer bx(es * d.x_elems()), bw(es * d.w_elems()), by(es * d.y_elems());
   DeviceBuffer ws(std::max<std::size_t>(ws_bytes, 256));
+  DeviceBuffer ref;  // the fp32 check's fp64 result
   launch_fill_uniform(bx.get(), d.x_elems(), d.dtype, 11, st);
   launch_fill_uniform(bw.get(), d.w_elems(), d.dtype, 12, st);
   launch_fill_uniform(by.get(), d.y_elems(), d.dtype, 13, st);
   const PlanStreamDrain drain{stream};  // before the buffers are freed, also when a run throws
   const std::array<void*, 3> ptrs = {bx.get(), bw.get(), by.get()};
+  const void* out = pass == Pass::kForward ? ptrs[2] : pass == Pass::kBackwardData ? ptrs[0] : ptrs[1];
+  const Desc pack = variant_pack(ptrs, ws.get());  // every plan of the graph takes the same ids
   FFTCONV_CUDNN_CHECK(cudnnSetStream(handle, st));
+  auto run = [&](const Candidate& c) {
+    FFTCONV_CUDNN_CHECK(cudnnBackendExecute(handle, c.plan.get(), pack.get()));
+  };
+  // A run that fails (cuDNN refusing the problem after all) leaves that engine out; any other
+  // failure, a CUDA error above all, ends the plan.
+  auto refused = [](const Error& e) {
+    return e.status() == Status::kCudnnError || e.status() == Status::kNotSupported;
+  };
 
   GpuTimer untimed, timer;
-  float spent = 0.0f, best = 0.0f;
+  float best = 0.0f;
   std::vector<Candidate*> timed;
   for (Candidate& c : candidates) {
     if (spent > kSearchBudgetMs) {
@@ -429,7 +464,7 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
     }
     try {
       untimed.start(st);
-      m.run_plan(handle, c.plan, ptrs, ws.get());
+      run(c);
       untimed.stop(st);
       const float first = untimed.elapsed_ms();
       spent += first;
@@ -437,13 +472,13 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
         c.ms = first;  // slower than the best even with its kernels loaded
       } else {
         timer.start(st);
-        m.run_plan(handle, c.plan, ptrs, ws.get());
+        run(c);
         timer.stop(st);
         c.ms = timer.elapsed_ms();
         spent += c.ms;
       }
     } catch (const Error& e) {
-      if (e.status() != Status::kCudnnError && e.status() != Status::kNotSupported) throw;
+      if (!refused(e)) throw;
       stream.synchronize();
       leave_out(c.name + " failed: " + e.what());
       continue;
@@ -452,37 +487,34 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
     timed.push_back(&c);
   }
   if (not_timed > 0) {
-    leave_out(std::to_string(not_timed) + " more configurations after the first " +
-              std::to_string(kMaxTimed) + " not timed");
+    leave_out(std::to_string(not_timed) + " more configurations not finalized or timed (at most " +
+              std::to_string(kMaxTimed) + ", within the search's budget)");
   }
   std::stable_sort(timed.begin(), timed.end(),
                    [](const Candidate* l, const Candidate* r) { return l->ms < r->ms; });
-
-  // The fastest that passes the fp32 check (where it applies).
-  std::string tried, check;
+  std::string tried;
   for (const Candidate* c : timed) {
     char buf[160];
     std::snprintf(buf, sizeof(buf), "%s%s %.3f ms", tried.empty() ? "" : ", ",
                   with_notes(*c).c_str(), c->ms);
     tried += buf;
   }
+
+  // The fastest; in strict fp32, the fastest whose error on the random operands is within the
+  // fp32 tolerance of the fp64 oracle.
   Candidate* pick = nullptr;
-  DeviceBuffer ref;
+  std::string check;
   for (Candidate* c : timed) {
-    if (!check_affordable) {
+    if (!rules.check_fp32) {
       pick = c;
       break;
     }
+    reference::DeviceErrorNorms e;
     try {
-      const std::size_t out_elems = static_cast<std::size_t>(
-          pass == Pass::kForward ? d.y_elems() : pass == Pass::kBackwardData ? d.x_elems()
-                                                                              : d.w_elems());
-      const void* out = pass == Pass::kForward        ? by.get()
-                        : pass == Pass::kBackwardData ? bx.get()
-                                                      : bw.get();
       if (!ref) {
-        // The fp64 oracle on the operands the pass reads (the timed runs wrote only its output).
-        ref = DeviceBuffer(sizeof(double) * out_elems);
+        // The oracle reads the operands of the pass, which the timed runs left as they were
+        // (each wrote only the pass's output).
+        ref = DeviceBuffer(sizeof(double) * static_cast<std::size_t>(out_elems));
         const auto* fx = bx.as<const float>();
         const auto* fw = bw.as<const float>();
         const auto* fy = by.as<const float>();
@@ -494,36 +526,40 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
           reference::conv2d_backward_filter_device(d, fx, fy, ref.as<double>(), st);
         }
       }
-      m.run_plan(handle, c->plan, ptrs, ws.get());
-      const reference::DeviceErrorNorms e =
-          reference::compare_device(out, d.dtype, ref.as<const double>(),
-                                    static_cast<std::int64_t>(out_elems), st);
-      char buf[200];
-      std::snprintf(buf, sizeof(buf), "%s%s: rel-L2 %.2e, max %.2e%s", check.empty() ? "" : "; ",
-                    c->name.c_str(), e.rel_l2, e.max_err,
-                    e.pass(1e-5) ? "" : ", over the fp32 tolerance 1e-5");
-      check += buf;
-      if (e.pass(1e-5)) {
-        pick = c;
-        break;
+      try {
+        run(*c);
+      } catch (const Error& err) {
+        if (!refused(err)) throw;
+        stream.synchronize();
+        check += std::string(check.empty() ? "" : "; ") + c->name + " failed: " + err.what();
+        continue;
       }
-    } catch (const std::exception& e) {
-      // The oracle could not run (its result needs device memory, say): keep the engines whose
-      // accuracy the check would decide out, as if it were not affordable.
-      check += std::string(check.empty() ? "" : "; ") + "check not run: " + e.what();
-      for (Candidate* o : timed) {
-        if (!o->winograd) {
-          pick = o;
-          break;
-        }
-      }
+      e = reference::compare_device(out, d.dtype, ref.as<const double>(), out_elems, st);
+    } catch (const Error& err) {
+      if (err.status() != Status::kOutOfMemory) throw;
+      throw Error(Status::kNotSupported,
+                  std::string("the fp32 check of cuDNN's graph engines could not run: ") + err.what());
+    } catch (const std::exception& err) {  // the oracle's launch errors
+      throw Error(Status::kCudaError,
+                  std::string("the fp32 check of cuDNN's graph engines failed: ") + err.what());
+    }
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%s%s: rel-L2 %.2e, max %.2e%s", check.empty() ? "" : "; ",
+                  c->name.c_str(), e.rel_l2, e.max_err,
+                  e.pass(kFp32Tolerance) ? "" : ", over the fp32 tolerance");
+    check += buf;
+    if (e.pass(kFp32Tolerance)) {
+      pick = c;
       break;
     }
   }
   if (!pick) {
     throw Error(Status::kNotSupported,
-                "no strict fp32 " + std::string(pass_name(pass)) + " engine of cuDNN's graph API " +
-                    "passed the fp32 check on " + d.to_string() + " (" + check + ")");
+                "no " + std::string(rules.check_fp32 ? "strict fp32 " : "") + pass_name(pass) +
+                    " engine of cuDNN's graph API ran" +
+                    (rules.check_fp32 ? " within the fp32 tolerance" : "") + " on " +
+                    d.to_string() + " (" + (check.empty() ? tried : check) +
+                    (left_out.empty() ? "" : "; left out: " + left_out) + ")");
   }
   m.chosen = std::move(*pick);
   m.keep.push_back(std::move(conv));
@@ -532,10 +568,6 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
   m.engine = with_notes(m.chosen);
   m.search = "graph API, heuristics A and fallback, timed [" + tried + "]";
   if (!check.empty()) m.search += "; fp32 check against fp64: " + check;
-  if (rules.check_fp32 && !check_affordable) {
-    m.search += "; fp32 check not run (direct convolution over 2^38 multiply-adds): Winograd "
-                "engines left out";
-  }
   if (!left_out.empty()) m.search += "; left out: " + left_out;
 }
 
@@ -556,15 +588,8 @@ void CudnnGraphPlan::execute(cudnnHandle_t handle, const RunArgs& a) const {
   const std::array<void*, 3> p = m.pointers(a);
   const std::array<void*, 4> key = {p[0], p[1], p[2], a.workspace};
   if (!m.pack_valid || key != m.pack_ptrs) {
-    const std::int64_t uids[3] = {kUidX, kUidW, kUidY};
-    Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* workspace = a.workspace;
     m.pack_valid = false;
-    vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids, 3)
-        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, p.data(), 3)
-        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace)
-        .finalize();
-    m.pack = std::move(vp);
+    m.pack = variant_pack(p, a.workspace);
     m.pack_ptrs = key;
     m.pack_valid = true;
   }

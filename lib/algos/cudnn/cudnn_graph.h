@@ -18,8 +18,9 @@ namespace fftconv::detail {
 struct CudnnGraphRules {
   /// fp32 data without TF32: engines that compute in TF32 or lower precision are left out.
   bool strict_fp32 = false;
-  /// Measure the chosen engine's error at plan time against an fp64 direct convolution (where
-  /// that is affordable; otherwise Winograd engines are left out, as the legacy search does).
+  /// Measure the chosen engine's error at plan time against an fp64 direct convolution, the
+  /// next fastest taken where it misses; problems over 2^38 multiply-adds, where that oracle
+  /// would be too slow, are refused (Error(kNotSupported)).
   bool check_fp32 = false;
   std::size_t workspace_limit = ~std::size_t{0};
 };
