@@ -47,8 +47,8 @@ void add_bias(void* y, const void* bias, std::int64_t n, std::int64_t k, std::in
   // About 64K blocks at most: enough to fill the device, few enough to launch cheaply.
   const std::int64_t grid_y = std::min(rows, kMaxGridY);
   const std::int64_t grid_x = std::max<std::int64_t>(1, std::min(chunks, 65536 / grid_y));
-  add_bias_kernel<<<dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y)), kThreads,
-                    0, stream>>>(static_cast<T*>(y), static_cast<const T*>(bias), rows, k, plane);
+  add_bias_kernel<<<dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y)), kThreads, 0,
+                    stream>>>(static_cast<T*>(y), static_cast<const T*>(bias), rows, k, plane);
 }
 }  // namespace
 

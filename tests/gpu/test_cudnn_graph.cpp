@@ -12,8 +12,8 @@
 namespace fftconv::gputest {
 namespace {
 
-#define REQUIRE_GPU_AND_CUDNN()                                                  \
-  FFTCONV_REQUIRE_GPU();                                                         \
+#define REQUIRE_GPU_AND_CUDNN() \
+  FFTCONV_REQUIRE_GPU();        \
   if (cudnn_algo_names(Pass::kForward).empty()) GTEST_SKIP() << "built without cuDNN"
 
 Options graph_options(Pass pass) {
@@ -57,8 +57,7 @@ TEST(CudnnGraph, EveryPassMatchesOracle) {
 // the tensor-core engines compete.
 TEST(CudnnGraph, StrictFp32ChecksTheChosenEngine) {
   REQUIRE_GPU_AND_CUDNN();
-  ConvDesc d;
-  d.n = 4; d.c = 64; d.h = 28; d.w = 28; d.k = 64; d.r = 3; d.s = 3; d.pad_h = 1; d.pad_w = 1;
+  const ConvDesc d = ConvDesc::parse("n4c64h28w28k64r3s3p1x1u1x1d1x1g1f32");
   for (Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
     const Plan strict(d, graph_options(pass));
     EXPECT_EQ(strict.info().cudnn_math, "fma") << strict.describe();
@@ -113,7 +112,7 @@ TEST(CudnnGraph, RunsOnAnotherThreadAndInAGraph) {
   y.poison();
   std::thread t([&] {
     plan.forward(p.x.get(), p.w.get(), p.bias.get(), y.get(), ws.get(), plan.workspace_size(),
-                  nullptr);
+                 nullptr);
     testing::cuda_check(cudaDeviceSynchronize(), "forward on another thread");
   });
   t.join();
@@ -136,16 +135,15 @@ TEST(CudnnGraph, OutlivesTheThreadThatMadeIt) {
   y.poison();
   plan->forward(p.x.get(), p.w.get(), nullptr, y.get(), ws.get(), plan->workspace_size(), nullptr);
   testing::cuda_check(cudaDeviceSynchronize(), "forward");
-  EXPECT_TRUE(testing::compare(download(y, d.y_elems(), d.dtype), p.ref)
-                  .pass(testing::tolerance(d.dtype)));
+  EXPECT_TRUE(
+      testing::compare(download(y, d.y_elems(), d.dtype), p.ref).pass(testing::tolerance(d.dtype)));
 }
 
 // Strict fp32 on a problem whose fp64 check would be too slow: the plan keeps the legacy
 // algorithm alone and says why (nothing runs: the plan is only made).
 TEST(CudnnGraph, TooLargeToCheckKeepsTheLegacyAlgorithm) {
   REQUIRE_GPU_AND_CUDNN();
-  ConvDesc d;
-  d.n = 1; d.c = 512; d.h = 256; d.w = 256; d.k = 512; d.r = 9; d.s = 9; d.pad_h = 4; d.pad_w = 4;
+  const ConvDesc d = ConvDesc::parse("n1c512h256w256k512r9s9p4x4u1x1d1x1g1f32");
   const Plan plan(d, graph_options(Pass::kForward));
   EXPECT_NE(plan.info().cudnn_algo.rfind("graph ", 0), 0u) << plan.describe();
   EXPECT_NE(plan.describe().find("graph API not used"), std::string::npos) << plan.describe();

@@ -44,18 +44,6 @@ const char* math_name(cudnnMathType_t m) {
   }
 }
 
-cudnnDataType_t cudnn_dtype(DType t) {
-  switch (t) {
-    case DType::kF16:
-      return CUDNN_DATA_HALF;
-    case DType::kBF16:
-      return CUDNN_DATA_BFLOAT16;
-    case DType::kF32:
-      break;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 // cudnnFind*AlgorithmEx runs every algorithm several times: on wide_c64_512_r45 (45x45 filters,
 // 64 channels, 512x512) the backward searches took minutes on the H200. Above this direct-cost
 // estimate the v7 heuristics' candidates are instead timed once each, best first, until the
@@ -121,7 +109,7 @@ class CudnnAlgo final : public ConvAlgo {
     FFTCONV_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descs_.y));
     FFTCONV_CUDNN_CHECK(cudnnCreateFilterDescriptor(&descs_.w));
     FFTCONV_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&descs_.conv));
-    const cudnnDataType_t dt = cudnn_dtype(d.dtype);
+    const cudnnDataType_t dt = cudnn_data_type(d.dtype);
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
     FFTCONV_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descs_.x, CUDNN_TENSOR_NCHW, dt, i(d.n), i(d.c),
                                                    i(d.h), i(d.w)));

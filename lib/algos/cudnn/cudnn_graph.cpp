@@ -39,10 +39,10 @@ constexpr float kSlowCandidateFactor = 2.0f;
 // fp32's promise: rel-L2 and max error (over max |ref|) against fp64 at most this.
 constexpr double kFp32Tolerance = 1e-5;
 // Up to this many multiply-adds the fp32 check runs the fp64 direct oracle; above, a strict
-// fp32 plan does not use the graph API (its engines are not known to hold the tolerance). 2^38 covers the small-kernel parity set (its largest, 512
-// channels of 56x56 with 5x5 filters, is 8.2e10), whose backward filter cuDNN computes with
-// errors up to 1.5e-3 under PyTorch's choice; at 1e12 fp64 multiply-adds a second, a quarter of
-// the search's budget.
+// fp32 plan does not use the graph API (its engines are not known to hold the tolerance). 2^38
+// covers the small-kernel parity set (its largest, 512 channels of 56x56 with 5x5 filters,
+// is 8.2e10), whose backward filter cuDNN computes with errors up to 1.5e-3 under PyTorch's choice;
+// at 1e12 fp64 multiply-adds a second, a quarter of the search's budget.
 constexpr double kCheckMaxMacs = 274877906944.0;  // 2^38
 
 // A backend descriptor, destroyed with the object.
@@ -120,18 +120,6 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-cudnnDataType_t graph_dtype(DType t) {
-  switch (t) {
-    case DType::kF16:
-      return CUDNN_DATA_HALF;
-    case DType::kBF16:
-      return CUDNN_DATA_BFLOAT16;
-    case DType::kF32:
-      break;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 Desc tensor(std::int64_t uid, cudnnDataType_t dt, const std::array<std::int64_t, 4>& dims) {
   const std::array<std::int64_t, 4> strides = {dims[1] * dims[2] * dims[3], dims[2] * dims[3],
                                                dims[3], 1};
@@ -188,25 +176,25 @@ Candidate describe_candidate(Desc cfg, bool fp32) {
   Candidate c(std::move(cfg));
   std::vector<Desc> engine =
       c.cfg.get_descs(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1);
-  if (engine.empty()) throw Error(Status::kCudnnError, "cuDNN returned a configuration without an engine");
+  if (engine.empty())
+    throw Error(Status::kCudnnError, "cuDNN returned a configuration without an engine");
   const auto index =
       engine[0].get_value<std::int64_t>(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64);
   c.name = "eng" + std::to_string(index);
-  for (const Desc& knob : c.cfg.get_descs(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                          CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
-                                          CUDNN_KNOB_TYPE_COUNTS)) {
-    const auto type =
-        knob.get_value<cudnnBackendKnobType_t>(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE);
+  for (const Desc& knob :
+       c.cfg.get_descs(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+                       CUDNN_KNOB_TYPE_COUNTS)) {
+    const auto type = knob.get_value<cudnnBackendKnobType_t>(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                                             CUDNN_TYPE_KNOB_TYPE);
     const auto value =
         knob.get_value<std::int64_t>(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64);
     c.name += " k" + std::to_string(static_cast<int>(type)) + "=" + std::to_string(value);
   }
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
   std::int64_t count = 0;
-  FFTCONV_CUDNN_CHECK(cudnnBackendGetAttribute(engine[0].get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                               CUDNN_TYPE_NUMERICAL_NOTE,
-                                               static_cast<std::int64_t>(notes.size()), &count,
-                                               notes.data()));
+  FFTCONV_CUDNN_CHECK(cudnnBackendGetAttribute(
+      engine[0].get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+      static_cast<std::int64_t>(notes.size()), &count, notes.data()));
   for (std::int64_t i = 0; i < std::min<std::int64_t>(count, notes.size()); ++i) {
     const cudnnBackendNumericalNote_t n = notes[i];
     const std::string name = note_name(n);
@@ -221,6 +209,42 @@ Candidate describe_candidate(Desc cfg, bool fp32) {
 
 std::string with_notes(const Candidate& c) {
   return c.notes.empty() ? c.name : c.name + " (" + c.notes + ")";
+}
+
+// The convolution operation of a pass and its attributes, named after the forward pass's
+// tensors: x (dx), w (dw), y (dy).
+struct OpAttrs {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+
+const OpAttrs& op_attrs(Pass pass) {
+  static const OpAttrs kForward = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+  static const OpAttrs kBackwardData = {
+      CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+  static const OpAttrs kBackwardFilter = {
+      CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  return pass == Pass::kForward        ? kForward
+         : pass == Pass::kBackwardData ? kBackwardData
+                                       : kBackwardFilter;
 }
 
 bool aligned(const void* p) {
@@ -254,7 +278,6 @@ struct CudnnGraphPlan::Impl {
     }
     return {const_cast<void*>(a.x), a.out, const_cast<void*>(a.dy)};
   }
-
 };
 
 namespace {
@@ -284,7 +307,7 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
                             "fp64, whose direct convolution would take ") +
                     buf + " it is given");
   }
-  const cudnnDataType_t dt = graph_dtype(d.dtype);
+  const cudnnDataType_t dt = cudnn_data_type(d.dtype);
   m.keep.reserve(6);  // x, w, y below stay put
   m.keep.push_back(tensor(kUidX, dt, {d.n, d.c, d.h, d.w}));
   m.keep.push_back(tensor(kUidW, dt, {d.k, d.c_per_group(), d.r, d.s}));
@@ -310,44 +333,16 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
 
   // alpha 1, beta 0: the pass overwrites its output (calls that scale or accumulate are not
   // taken; see takes()).
+  const OpAttrs& at = op_attrs(pass);
   const float one = 1.0f, zero = 0.0f;
-  Desc op = [&] {
-    switch (pass) {
-      case Pass::kForward: {
-        Desc o(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-        o.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
-            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
-            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
-            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &one)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &zero)
-            .finalize();
-        return o;
-      }
-      case Pass::kBackwardData: {
-        Desc o(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-        o.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x)
-            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w)
-            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y)
-            .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &one)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &zero)
-            .finalize();
-        return o;
-      }
-      case Pass::kBackwardFilter:
-        break;
-    }
-    Desc o(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-    o.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, &one)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, &zero)
-        .finalize();
-    return o;
-  }();
+  Desc op(at.type);
+  op.set_desc(at.x, x)
+      .set_desc(at.w, w)
+      .set_desc(at.y, y)
+      .set_desc(at.conv, conv)
+      .set(at.alpha, CUDNN_TYPE_FLOAT, &one)
+      .set(at.beta, CUDNN_TYPE_FLOAT, &zero)
+      .finalize();
 
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   cudnnBackendDescriptor_t ops[1] = {op.get()};
@@ -398,8 +393,8 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
       c.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle)
           .set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, c.cfg);
       const cudnnStatus_t finalized = c.plan.try_finalize();
-      spent += std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0)
-                   .count();
+      spent +=
+          std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (finalized != CUDNN_STATUS_SUCCESS) {
         leave_out(c.name + ": no execution plan");
         continue;
@@ -420,9 +415,9 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
   }
   if (candidates.empty()) {
     throw Error(Status::kNotSupported,
-                std::string("cuDNN's graph API has no ") + (rules.strict_fp32 ? "strict fp32 " : "") +
-                    pass_name(pass) + " engine for " + d.to_string() +
-                    (left_out.empty() ? "" : " (left out: " + left_out + ")"));
+                std::string("cuDNN's graph API has no ") +
+                    (rules.strict_fp32 ? "strict fp32 " : "") + pass_name(pass) + " engine for " +
+                    d.to_string() + (left_out.empty() ? "" : " (left out: " + left_out + ")"));
   }
 
   // Random operands and the largest workspace, on the thread's plan stream.
@@ -442,7 +437,9 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
   launch_fill_uniform(by.get(), d.y_elems(), d.dtype, 13, st);
   const PlanStreamDrain drain{stream};  // before the buffers are freed, also when a run throws
   const std::array<void*, 3> ptrs = {bx.get(), bw.get(), by.get()};
-  const void* out = pass == Pass::kForward ? ptrs[2] : pass == Pass::kBackwardData ? ptrs[0] : ptrs[1];
+  const void* out = pass == Pass::kForward        ? ptrs[2]
+                    : pass == Pass::kBackwardData ? ptrs[0]
+                                                  : ptrs[1];
   const Desc pack = variant_pack(ptrs, ws.get());  // every plan of the graph takes the same ids
   FFTCONV_CUDNN_CHECK(cudnnSetStream(handle, st));
   auto run = [&](const Candidate& c) {
@@ -537,8 +534,9 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
       e = reference::compare_device(out, d.dtype, ref.as<const double>(), out_elems, st);
     } catch (const Error& err) {
       if (err.status() != Status::kOutOfMemory) throw;
-      throw Error(Status::kNotSupported,
-                  std::string("the fp32 check of cuDNN's graph engines could not run: ") + err.what());
+      throw Error(
+          Status::kNotSupported,
+          std::string("the fp32 check of cuDNN's graph engines could not run: ") + err.what());
     } catch (const std::exception& err) {  // the oracle's launch errors
       throw Error(Status::kCudaError,
                   std::string("the fp32 check of cuDNN's graph engines failed: ") + err.what());

@@ -17,6 +17,18 @@ namespace fftconv::detail {
                      (base ? base + 1 : file) + ":" + std::to_string(line));
 }
 
+cudnnDataType_t cudnn_data_type(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return CUDNN_DATA_HALF;
+    case DType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::kF32:
+      break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
 namespace {
 
 static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6 &&

@@ -18,6 +18,9 @@ namespace fftconv::detail {
 #define FFTCONV_CUDNN_CHECK(expr) \
   FFTCONV_CHECK_RESULT(expr, CUDNN_STATUS_SUCCESS, ::fftconv::detail::throw_cudnn)
 
+/// cuDNN's data type of a dtype.
+cudnnDataType_t cudnn_data_type(DType t);
+
 /// The descriptors of one convolution (x and y as NCHW tensors, w as KCRS filter).
 struct CudnnDescs {
   cudnnHandle_t handle = nullptr;
