@@ -53,7 +53,10 @@
 # cudnn (the cuDNN path through the graph API against the legacy search: its GPU tests, then
 # fftconv-bench --algo cudnn with --cudnn-search find and graph on FFTCONV_CUDNN_SHAPES, default
 # bench/parity_small.csv and the suite's seed1 rows, every pass: engine, cold and host times,
-# cudnn-find.json, cudnn-graph.json; FFTCONV_CUDNN_ARGS appended; not by default).
+# cudnn-find.json, cudnn-graph.json; FFTCONV_CUDNN_ARGS appended; not by default), direct (the
+# direct path: its GPU tests, then fftconv-bench --verify on the suite's small rows, forward and
+# backward data, with --algo direct, fft and auto: direct-*.txt, direct-*.json;
+# FFTCONV_DIRECT_ARGS appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
@@ -421,6 +424,21 @@ if step cudnn; then
       --algo cudnn --cudnn-search "$search" --pass fwd,dgrad,wgrad --no-cudnn --verify \
       --json "$OUT/cudnn-$search.json" ${FFTCONV_CUDNN_ARGS:-} >"$OUT/cudnn-$search.txt" 2>&1 || status=1
     cat "$OUT/cudnn-$search.txt"
+  done
+fi
+if step direct; then
+  limited direct "$BUILD/tests/fftconv_gpu_tests" --gtest_filter='Direct*' \
+    >"$OUT/direct-tests.txt" 2>&1 || status=1
+  grep -E "^\[ sweep |OK \]|FAILED|PASSED|SKIPPED" "$OUT/direct-tests.txt" | head -20
+  direct_rows="$OUT/direct-rows.csv"
+  { head -1 data/shapes/suite.csv
+    grep -E '^(seed3_|landmark_batch64,|odd_rect|dilated2)' data/shapes/suite.csv; } >"$direct_rows"
+  for algo in direct fft auto; do
+    # shellcheck disable=SC2086
+    limited direct "$BUILD/apps/fftconv-bench" --shapes "$direct_rows" --algo "$algo" \
+      --pass fwd,dgrad --verify --no-cudnn --json "$OUT/direct-$algo.json" ${FFTCONV_DIRECT_ARGS:-} \
+      >"$OUT/direct-$algo.txt" 2>&1 || status=1
+    cat "$OUT/direct-$algo.txt"
   done
 fi
 if step parity; then

@@ -237,7 +237,8 @@ int parse_args(int argc, char** argv, Config& c) {
   const char* const kEngine = "Engine";
   app.add_option_function<std::string>(
          "--algo", [&](const std::string& v) { c.algo = fftconv::parse_algo(v); },
-         "engine algorithm: auto (default), fft, fft_tiled, fft_fused or cudnn")
+         "engine algorithm: auto (default), fft, fft_tiled, fft_fused, separable,\n"
+         "direct or cudnn")
       ->type_name("A")
       ->check(parsed_by([](const std::string& v) { fftconv::parse_algo(v); }))
       ->group(kEngine);

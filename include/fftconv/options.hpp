@@ -22,9 +22,11 @@ enum class Algo : int {
                   ///< FFT planes up to 128x128; forward and backward data)
   kSeparable = 5, ///< a kept filter of low rank as 1-D row and column passes (forward and
                   ///< backward data; set_filter only: see Options::kept_separable)
+  kDirect = 6,    ///< each output summed over its taps in one kernel, for problems too small for
+                  ///< the FFT's launches to pay (forward; backward data with unit stride)
 };
 
-/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable".
+/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable", "direct".
 FFTCONV_API const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
 FFTCONV_API Algo parse_algo(const std::string& name);

@@ -83,6 +83,30 @@ void KeptFilterFence::wait() noexcept {
   marks_.clear();
 }
 
+void KeptFilterCopy::set(const ConvDesc& d, const void* w, cudaStream_t stream) {
+  const std::size_t bytes = dtype_size(d.dtype) * static_cast<std::size_t>(d.w_elems());
+  if (!buf_) {
+    try {
+      buf_ = DeviceBuffer(bytes);
+    } catch (const Error& e) {
+      throw Error(e.status(), "set_filter: keeping the filter needs " + std::to_string(bytes) +
+                                  " bytes of device memory: " + e.what());
+    }
+  }
+  FFTCONV_CUDA_CHECK(cudaMemcpyAsync(buf_.get(), w, bytes, cudaMemcpyDeviceToDevice, stream));
+  fence_.mark(stream);
+}
+
+void KeptFilterCopy::clear() noexcept {
+  fence_.wait();
+  buf_.reset();
+}
+
+const void* KeptFilterCopy::use(cudaStream_t stream) {
+  fence_.mark(stream);
+  return buf_.get();
+}
+
 void check_device_memory(const ConvAlgo& algo) {
   std::size_t free_bytes = 0, total_bytes = 0;
   FFTCONV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));

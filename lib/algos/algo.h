@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fftconv/conv_desc.hpp"
+#include "core/device_buffer.h"
 #include "core/support.h"
 #include "fftconv/options.hpp"
 
@@ -100,6 +101,25 @@ class KeptFilterFence {
     cudaEvent_t event;
   };
   std::vector<Mark> marks_;  // one event per stream that read the filter
+};
+
+/// The copy of a filter that set_filter keeps for the algorithms that read the filter as it is
+/// (cuDNN, direct): allocated at the first set, reused after; released once the calls that read
+/// it have finished.
+class KeptFilterCopy {
+ public:
+  /// Copies the w_elems() elements of `d`'s filter from `w` on `stream`; throws
+  /// Error(kOutOfMemory) naming the bytes when it cannot allocate them.
+  void set(const ConvDesc& d, const void* w, cudaStream_t stream);
+  void clear() noexcept;
+  bool has() const { return static_cast<bool>(buf_); }
+  std::size_t bytes() const { return buf_ ? buf_.bytes() : 0; }
+  /// The copy, for a call enqueued on `stream` (which is marked after it).
+  const void* use(cudaStream_t stream);
+
+ private:
+  DeviceBuffer buf_;
+  KeptFilterFence fence_;
 };
 
 /// Throws Error(kOutOfMemory), naming the bytes, when the algorithm's workspace exceeds the free

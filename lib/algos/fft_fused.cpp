@@ -9,6 +9,7 @@
 #include "algos/registry.h"
 #include "core/check.h"
 #include "core/device_buffer.h"
+#include "core/device_info.h"
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
 #include "tuning/heuristics.h"
@@ -22,24 +23,12 @@ std::string size_text(int log_f) {
   return f + "x" + f;
 }
 
-// SMs of the current device, which the backward filter's slicing of the batch fills (132, the
-// H200's, where no device answers: the CPU tests' plans).
-int current_sms() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) {
-    (void)cudaGetLastError();
-    return 132;
-  }
-  return sms;
-}
-
 DType wgrad_out_dtype(const ConvDesc& d, const Options& o) {
   return o.dw_fp32 ? DType::kF32 : d.dtype;
 }
 
 FusedWgradArgs wgrad_args(const ConvDesc& d, const Options& o) {
-  return fused_wgrad_args(d, fused_wgrad_log_size(d), wgrad_out_dtype(d, o), current_sms());
+  return fused_wgrad_args(d, fused_wgrad_log_size(d), wgrad_out_dtype(d, o), current_sm_count());
 }
 
 std::size_t wgrad_workspace(const ConvDesc& d, const FusedWgradArgs& a) {

@@ -39,6 +39,7 @@ constexpr Named<Algo> kAlgoNames[] = {{Algo::kAuto, "auto"},
                                       {Algo::kFftTiled, "fft_tiled"},
                                       {Algo::kFftFused, "fft_fused"},
                                       {Algo::kSeparable, "separable"},
+                                      {Algo::kDirect, "direct"},
                                       {Algo::kCudnn, "cudnn"}};
 constexpr Named<Pass> kPassNames[] = {
     {Pass::kForward, "fwd"}, {Pass::kBackwardData, "dgrad"}, {Pass::kBackwardFilter, "wgrad"}};

@@ -1,6 +1,7 @@
 #include "testing/testing.h"
 
 #include "geometry/fft_geometry.h"
+#include "reference/reference.h"
 
 #include <stdlib.h>
 #include <algorithm>
@@ -133,6 +134,25 @@ ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref) 
   e.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? INFINITY : 0.0);
   e.max_err = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
   return e;
+}
+
+OracleCase host_oracle_case(const ConvDesc& d, Pass pass, std::uint64_t seed) {
+  if (pass == Pass::kBackwardFilter) {
+    throw std::invalid_argument("host_oracle_case: forward or backward data only");
+  }
+  const bool fwd = pass == Pass::kForward;
+  OracleCase c;
+  c.src = random_values(fwd ? d.x_elems() : d.y_elems(), seed, DType::kF32);
+  c.w = random_values(d.w_elems(), seed + 1, DType::kF32);
+  if (fwd && seed % 2 == 0) c.bias = random_values(d.k, seed + 2, DType::kF32);
+  c.ref.resize(static_cast<std::size_t>(fwd ? d.y_elems() : d.x_elems()));
+  if (fwd) {
+    reference::conv2d_forward_host(d, c.src.data(), c.w.data(),
+                                   c.bias.empty() ? nullptr : c.bias.data(), c.ref.data());
+  } else {
+    reference::conv2d_backward_data_host(d, c.src.data(), c.w.data(), c.ref.data());
+  }
+  return c;
 }
 
 double dot(const std::vector<double>& a, const std::vector<float>& b) {

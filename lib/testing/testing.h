@@ -42,6 +42,15 @@ struct ErrorStats {
   std::string to_string() const;
 };
 ErrorStats compare(const std::vector<float>& y, const std::vector<double>& ref);
+
+/// Random fp32 operands of a forward or backward-data pass, exact in fp32: the source (x, or dy
+/// for backward data), the filter and, for the forward pass with an even seed, a bias; and the
+/// pass's fp64 result by the host oracle.
+struct OracleCase {
+  std::vector<float> src, w, bias;
+  std::vector<double> ref;
+};
+OracleCase host_oracle_case(const ConvDesc& d, Pass pass, std::uint64_t seed);
 /// sum of a[i] * b[i] in double over a's elements (b at least as long): the inner products of
 /// the adjoint identities.
 double dot(const std::vector<double>& a, const std::vector<float>& b);

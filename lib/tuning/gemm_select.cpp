@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/device_buffer.h"
+#include "core/device_info.h"
 #include "core/timing.h"
 #include "stages/fill.h"
 #include "tuning/heuristics.h"
@@ -19,13 +20,6 @@ namespace {
 constexpr int kAutotuneRuns = 5;
 // A candidate slower than this multiple of the best after one run is not timed further.
 constexpr double kEarlyStopRatio = 2.0;
-
-int current_sm_count() {
-  int dev = 0, sms = 0;
-  FFTCONV_CUDA_CHECK(cudaGetDevice(&dev));
-  FFTCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
 
 /// Shared memory a block may use where the device runs TF32 MMA (sm_80 on); 0 where it does not.
 std::size_t current_tc_smem() {

@@ -318,6 +318,31 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
   return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
 }
 
+namespace {
+// ---- direct path (lib/direct) -------------------------------------------------------------------
+// Not yet measured on a GPU: the rate is the separable tile kernel's (kSeparableMacsPerUsPerSm,
+// a quarter of the H200's 2.5e5 FMA lanes a microsecond), whose blocks also sum taps from shared
+// memory between barriers; a staged source or filter element costs kDirectLoadMacs.
+constexpr double kDirectMacsPerUsPerSm = kSeparableMacsPerUsPerSm;
+constexpr double kDirectLoadMacs = 4.0;
+}  // namespace
+
+double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g) {
+  const double taps = double(g.r) * g.s;
+  const double block_work =
+      double(g.group_in) * (double(g.tile_h) * g.tile_w * taps +
+                            kDirectLoadMacs * (double(g.win_h) * g.win_w + taps));
+  const double blocks = double(g.blocks());
+  const double smem = double(g.smem_bytes()) + 1024.0;
+  const double per_sm =
+      std::max(1.0, std::min(std::floor(kSmemPerSm / smem), kThreadsPerSm / direct::kThreads));
+  const double waves = std::ceil(blocks / (kSmCount * per_sm));
+  const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
+  const double compute = waves * sharing * block_work / kDirectMacsPerUsPerSm;
+  const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
+  return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
+}
+
 int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {
   g.seg_chunks = 1;  // the strip kernel's shared memory does not depend on the segment
   if (g.smem_bytes(max_rank) > separable::kMaxStripSmemBytes) return 0;

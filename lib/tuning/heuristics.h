@@ -9,6 +9,7 @@
 #include "fftconv/options.hpp"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
+#include "direct/direct_conv.h"
 #include "separable/separable_conv.h"
 
 namespace fftconv::detail {
@@ -39,6 +40,10 @@ int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, i
 /// fit in shared memory with factors of rank up to `max_rank`; 0 when none fits. `g`'s axes are
 /// set (both unit: read stride and dilation 1), its seg_chunks and tile_h are ignored.
 int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank);
+/// Estimated device time, in microseconds, of the direct path (Algo::kDirect) on geometry `g`
+/// (lib/direct/direct_conv.h): its one kernel bound by the multiply-adds of its blocks per wave,
+/// or by the stream of its tensors.
+double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g);
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 

@@ -718,11 +718,12 @@ at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntAr
 Algo parse_algo_arg(const char* op, c10::string_view algo) {
   // Compared in place (parse_algo would build a std::string per call).
   for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable,
-                 Algo::kCudnn}) {
+                 Algo::kDirect, Algo::kCudnn}) {
     if (algo == algo_name(a)) return a;
   }
   TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
-                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'cudnn'");
+                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'direct', "
+                    "'cudnn'");
 }
 
 // nn.Conv2d's padding_mode: what the padding holds.
@@ -746,12 +747,15 @@ bool implements(Algo algo, const ConvDesc& d, Pass pass) {
 }
 
 // The algorithm a pass runs when the user named one: the full-image FFT for the passes that the
-// tiled (forward only) and separable (forward and input gradient) paths do not implement, and
+// tiled (forward only), separable (forward and input gradient) and direct (forward, input
+// gradient with unit stride) paths do not implement, and
 // for a backward filter whose correlation the fused path cannot hold (its period can exceed the
 // forward pass's), so that a model trained with either still gets every gradient.
 Algo pass_algo(Algo algo, Pass pass, const ConvDesc& d) {
   if (algo == Algo::kFftTiled && pass != Pass::kForward) return Algo::kFft;
   if (algo == Algo::kSeparable && pass == Pass::kBackwardFilter) return Algo::kFft;
+  // The direct path's passes: forward, and backward data with unit stride.
+  if (algo == Algo::kDirect && !implements(algo, d, pass)) return Algo::kFft;
   if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter &&
       !implements(algo, d, pass)) {
     return Algo::kFft;

@@ -13,7 +13,7 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _compiling = torch.compiler.is_compiling
 _function_mode = torch._C._is_torch_function_mode_enabled
 
-ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "cudnn")
+ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "direct", "cudnn")
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
@@ -52,8 +52,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     pays, else PyTorch's own cuDNN convolution), ``"fft"``, ``"fft_tiled"`` (forward only),
     ``"fft_fused"`` (one kernel for one channel per group and FFT planes up to 128x128; every
     pass), ``"separable"`` (a frozen low-rank filter as 1-D passes; forward and
-    input gradient; Auto picks it by itself for frozen filters where it pays) or ``"cudnn"``
-    (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
+    input gradient; Auto picks it by itself for frozen filters where it pays), ``"direct"``
+    (each output summed over its taps in one kernel, for one or a few planes; forward and, with
+    unit stride, input gradient) or ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
     arithmetic inside); other floating types go to ``aten.convolution``.
     """
     # The common call, checked in C++: plain tensors, a 4-D input, numeric padding, eager mode.

@@ -26,7 +26,7 @@ def test_fftconv2d_is_conv2d(device, padding_mode, padding):
 def test_algo_argument():
     assert "algo='fft'" in repr(fftconv.nn.FFTConv2d(1, 1, 17, algo="fft"))
     with pytest.raises(ValueError, match="unknown algo"):
-        fftconv.nn.FFTConv2d(1, 1, 17, algo="direct")
+        fftconv.nn.FFTConv2d(1, 1, 17, algo="winograd")
 
 
 class Net(nn.Module):

@@ -71,7 +71,7 @@ def test_opcheck(device, case, grads):
 # ---- gradients -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("algo", ["auto", "fft"])
+@pytest.mark.parametrize("algo", ["auto", "fft", "direct"])
 def test_gradients_match_torch_in_float64(device, algo):
     x = torch.randn(2, 4, 30, 27, device=device, requires_grad=True)
     w = torch.randn(6, 2, 11, 9, device=device, requires_grad=True)
@@ -86,6 +86,26 @@ def test_gradients_match_torch_in_float64(device, algo):
     assert rel_l2(x.grad, xd.grad) <= TOL[torch.float32]
     assert rel_l2(w.grad, wd.grad) <= TOL[torch.float32]
     assert rel_l2(b.grad, bd.grad) <= TOL[torch.float32]
+
+
+@needs_cuda
+def test_direct_algo_with_unit_stride_runs_both_passes_it_serves():
+    # One 96x96 heatmap with a 45x45 filter: the direct path's row. Forward and input gradient
+    # run it (the weight gradient the FFT), all within fp32's tolerance of float64.
+    x = torch.randn(1, 1, 96, 96, device="cuda", requires_grad=True)
+    w = torch.randn(1, 1, 45, 45, device="cuda", requires_grad=True)
+    y = fftconv.conv2d(x, w, padding=22, algo="direct")
+    g = torch.randn_like(y)
+    y.backward(g)
+    xd, wd = (t.detach().cpu().double().requires_grad_() for t in (x, w))
+    yd = F.conv2d(xd, wd, padding=22)
+    yd.backward(g.cpu().double())
+    assert rel_l2(y, yd) <= TOL[torch.float32]
+    assert rel_l2(x.grad, xd.grad) <= TOL[torch.float32]
+    assert rel_l2(w.grad, wd.grad) <= TOL[torch.float32]
+    lines = fftconv.backends.plan_cache.describe()
+    assert any("algo=direct" in line and "pass=fwd" in line for line in lines), lines
+    assert any("algo=direct" in line and "pass=dgrad" in line for line in lines), lines
 
 
 @pytest.mark.parametrize("device", DEVICES)

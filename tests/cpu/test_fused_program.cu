@@ -109,21 +109,8 @@ std::vector<float> emulate(const ConvDesc& d, Pass pass, const std::vector<float
 
 // The emulated pass against the fp64 oracle.
 testing::ErrorStats check(const ConvDesc& d, Pass pass, std::uint64_t seed) {
-  const bool fwd = pass == Pass::kForward;
-  const std::vector<float> src =
-      testing::random_values(fwd ? d.x_elems() : d.y_elems(), seed, DType::kF32);
-  const std::vector<float> w = testing::random_values(d.w_elems(), seed + 1, DType::kF32);
-  const std::vector<float> bias =
-      fwd && seed % 2 == 0 ? testing::random_values(d.k, seed + 2, DType::kF32)
-                           : std::vector<float>();
-  std::vector<double> ref(static_cast<std::size_t>(fwd ? d.y_elems() : d.x_elems()));
-  if (fwd) {
-    reference::conv2d_forward_host(d, src.data(), w.data(), bias.empty() ? nullptr : bias.data(),
-                                   ref.data());
-  } else {
-    reference::conv2d_backward_data_host(d, src.data(), w.data(), ref.data());
-  }
-  return testing::compare(emulate(d, pass, src, w, bias), ref);
+  const testing::OracleCase c = testing::host_oracle_case(d, pass, seed);
+  return testing::compare(emulate(d, pass, c.src, c.w, c.bias), c.ref);
 }
 
 // A random descriptor with one channel per group (depthwise, grouped or single) whose fused FFT

@@ -195,10 +195,7 @@ class CudnnAlgo final : public ConvAlgo {
 
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
     RunArgs args = a;
-    if (!args.w && pass_ != Pass::kBackwardFilter) {
-      args.w = kept_w_.get();
-      kept_fence_.mark(stream);
-    }
+    if (!args.w && pass_ != Pass::kBackwardFilter) args.w = kept_.use(stream);
     CudnnDescs d = descs_;
     d.handle = thread_cudnn_handle();
     FFTCONV_CUDNN_CHECK(cudnnSetStream(d.handle, stream));
@@ -227,26 +224,11 @@ class CudnnAlgo final : public ConvAlgo {
           Status::kInvalidArgument,
           "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
     }
-    const std::size_t bytes = dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems());
-    if (!kept_w_) {
-      try {
-        kept_w_ = DeviceBuffer(bytes);
-      } catch (const Error& e) {
-        throw Error(e.status(), "set_filter: keeping the filter needs " + std::to_string(bytes) +
-                                    " bytes of device memory: " + e.what());
-      }
-    }
-    FFTCONV_CUDA_CHECK(cudaMemcpyAsync(kept_w_.get(), w, bytes, cudaMemcpyDeviceToDevice, stream));
-    kept_fence_.mark(stream);
+    kept_.set(d_, w, stream);
   }
-  void clear_filter() override {
-    kept_fence_.wait();
-    kept_w_.reset();
-  }
-  bool has_filter() const override { return static_cast<bool>(kept_w_); }
-  std::size_t filter_bytes() const override {
-    return kept_w_ ? dtype_size(d_.dtype) * static_cast<std::size_t>(d_.w_elems()) : 0;
-  }
+  void clear_filter() override { kept_.clear(); }
+  bool has_filter() const override { return kept_.has(); }
+  std::size_t filter_bytes() const override { return kept_.bytes(); }
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kCudnn;
@@ -514,8 +496,7 @@ class CudnnAlgo final : public ConvAlgo {
   std::size_t workspace_ = 0;
   std::string search_;
   bool fp32_contract_ = false;  // chosen by Auto in strict fp32: held to the fp32 tolerance
-  DeviceBuffer kept_w_;
-  KeptFilterFence kept_fence_;
+  KeptFilterCopy kept_;
 };
 
 }  // namespace

@@ -1,0 +1,87 @@
+// The direct entry of the implementation list (Algo::kDirect): every output as the sum over its
+// taps, one kernel (lib/direct/direct_conv.h). For problems so small that the FFT's launches and
+// passes cost more than the multiply-adds: one or a few planes under a large filter (the
+// landmark heatmap's 45x45 Gaussian on a 96x96 plane). Forward and backward data (unit stride).
+#include <cstdio>
+#include <string>
+
+#include "algos/registry.h"
+#include "core/check.h"
+#include "core/device_info.h"
+#include "direct/direct_conv.h"
+#include "tuning/heuristics.h"
+
+namespace fftconv::detail {
+
+namespace {
+
+std::string geometry_text(const DirectGeometry& g) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "tiles of %dx%d outputs, %d threads a strip of %d", g.tile_h,
+                g.tile_w, g.split, direct::kStrip);
+  return buf;
+}
+
+class DirectAlgo final : public ConvAlgo {
+ public:
+  DirectAlgo(const ConvDesc& d, Pass pass, const DirectGeometry& g) : d_(d), pass_(pass), g_(g) {
+    prepare_direct(d.dtype);
+  }
+
+  std::size_t workspace_size() const override { return 0; }
+
+  void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
+    DirectArgs args;
+    args.w = a.w ? a.w : kept_.use(stream);
+    args.src = pass_ == Pass::kForward ? a.x : a.dy;
+    args.bias = pass_ == Pass::kForward ? a.bias : nullptr;
+    args.out = a.out;
+    launch_direct(g_, args, d_.dtype, stream);
+    if (marks) marks->mark("direct", stream);
+  }
+
+  void fill_info(PlanInfo& info) const override {
+    info.algo = Algo::kDirect;
+    info.workspace_bytes = 0;
+    info.reason = geometry_text(g_);
+  }
+
+  void set_filter(const void* w, cudaStream_t stream) override { kept_.set(d_, w, stream); }
+  void clear_filter() override { kept_.clear(); }
+  bool has_filter() const override { return kept_.has(); }
+  std::size_t filter_bytes() const override { return kept_.bytes(); }
+
+ private:
+  ConvDesc d_;
+  Pass pass_;
+  DirectGeometry g_;
+  KeptFilterCopy kept_;
+};
+
+class DirectFactory final : public AlgoFactory {
+ public:
+  DirectFactory() : AlgoFactory("direct", Algo::kDirect, Backend::kGpu) {}
+  Support can_implement(const ConvDesc& d, const Options& o) const override {
+    return direct_support(d, o.pass);
+  }
+  double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
+    const DirectGeometry g = choose_direct_geometry(d, o.pass, current_sm_count());
+    if (detail) *detail = std::to_string(g.tile_h) + "x" + std::to_string(g.tile_w) + " tiles";
+    return estimate_direct_kernel_us(d, g);
+  }
+  std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
+                                   std::string* reason) const override {
+    const DirectGeometry g = choose_direct_geometry(d, o.pass, current_sm_count());
+    if (reason) *reason = geometry_text(g);
+    return std::make_unique<DirectAlgo>(d, o.pass, g);
+  }
+};
+
+}  // namespace
+
+const AlgoFactory& direct_factory() {
+  static const DirectFactory f;
+  return f;
+}
+
+}  // namespace fftconv::detail

@@ -1,0 +1,195 @@
+#include "direct/direct_conv.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "core/check.h"
+#include "direct/direct_program.cuh"
+#include "stages/dtype_convert.cuh"
+
+namespace fftconv::detail {
+
+namespace {
+
+template <typename T>
+struct DeviceSource {
+  const T* p;
+  __device__ float operator()(std::int64_t e) const { return to_float(p[e]); }
+};
+
+template <typename T>
+struct DeviceSink {
+  T* out;
+  const T* bias;
+  __device__ void operator()(std::int64_t e, int o, float v) const {
+    out[e] = from_float<T>(bias ? v + to_float(bias[o]) : v);
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(direct::kThreads)
+    direct_kernel(DirectGeometry geo, const T* __restrict__ src, const T* __restrict__ w,
+                  const T* __restrict__ bias, T* __restrict__ out) {
+  extern __shared__ float smem[];
+  const direct::Block k = direct::block_of(geo, blockIdx.x);
+  const int tid = threadIdx.x;
+  float acc[direct::kStrip] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int ci = 0; ci < geo.group_in; ++ci) {
+    direct::load(geo, k, ci, tid, smem, DeviceSource<T>{src}, DeviceSource<T>{w});
+    __syncthreads();
+    direct::compute(geo, tid, smem, acc);
+    __syncthreads();
+  }
+  direct::write_partials(geo, tid, smem, acc);
+  __syncthreads();
+  direct::store(geo, k, tid, smem, DeviceSink<T>{out, bias});
+}
+
+template <typename T>
+void set_smem(std::size_t bytes) {
+  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(
+      direct_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+template <typename T>
+void launch(const DirectGeometry& g, const DirectArgs& a, cudaStream_t stream) {
+  direct_kernel<T><<<static_cast<unsigned>(g.blocks()), direct::kThreads, g.smem_bytes(), stream>>>(
+      g, static_cast<const T*>(a.src), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
+      static_cast<T*>(a.out));
+}
+
+}  // namespace
+
+Support direct_support(const ConvDesc& d, Pass pass) {
+  if (pass == Pass::kBackwardFilter) {
+    return Support::no(Status::kNotSupported,
+                       "the direct path computes the forward pass and the input gradient");
+  }
+  if (pass == Pass::kBackwardData && (d.stride_h != 1 || d.stride_w != 1)) {
+    return Support::no(Status::kNotSupported,
+                       "the direct path's input gradient needs unit stride (the adjoint of a "
+                       "strided convolution is not a convolution)");
+  }
+  // Every index of a plane, a tensor's planes and the grid within 32 bits (planes: 64 bits).
+  const std::int64_t lim = INT_MAX;
+  const std::int64_t dims[] = {d.n,
+                               d.c,
+                               d.h,
+                               d.w,
+                               d.k,
+                               d.r,
+                               d.s,
+                               d.out_h(),
+                               d.out_w(),
+                               d.pad_h + d.eff_r(),
+                               d.pad_w + d.eff_s()};
+  for (std::int64_t v : dims) {
+    if (v >= lim / 4) return Support::no(Status::kNotSupported, "a size exceeds 2^29");
+  }
+  if (d.h * d.w >= lim || d.out_h() * d.out_w() >= lim) {
+    return Support::no(Status::kNotSupported, "a plane has 2^31 elements or more");
+  }
+  const DirectGeometry g = direct_geometry(d, pass, direct::kTileWidths[2]);
+  if (g.smem_bytes() > direct::kMaxSmemBytes) {
+    return Support::no(Status::kNotSupported, "a tile's source window and filter plane need " +
+                                                  std::to_string(g.smem_bytes()) +
+                                                  " bytes of shared memory, over " +
+                                                  std::to_string(direct::kMaxSmemBytes));
+  }
+  if (g.blocks() >= lim) {
+    return Support::no(Status::kNotSupported, "more than 2^31 - 1 tiles");
+  }
+  return Support::yes();
+}
+
+DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w) {
+  DirectGeometry g;
+  auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  g.n = i(d.n);
+  g.r = i(d.r);
+  g.s = i(d.s);
+  g.dil_h = i(d.dil_h);
+  g.dil_w = i(d.dil_w);
+  g.filter_cg = i(d.c_per_group());
+  if (pass == Pass::kBackwardData) {
+    // dx = the convolution of dy with the transposed, flipped filter, padded by the dilated
+    // extent less one less the padding (unit stride).
+    g.src_c = i(d.k);
+    g.src_h = i(d.out_h());
+    g.src_w = i(d.out_w());
+    g.out_c = i(d.c);
+    g.out_h = i(d.h);
+    g.out_w = i(d.w);
+    g.off_h = i(d.eff_r() - 1 - d.pad_h);
+    g.off_w = i(d.eff_s() - 1 - d.pad_w);
+    g.group_in = i(d.k_per_group());
+    g.group_out = i(d.c_per_group());
+    g.transpose = true;
+  } else {
+    g.src_c = i(d.c);
+    g.src_h = i(d.h);
+    g.src_w = i(d.w);
+    g.out_c = i(d.k);
+    g.out_h = i(d.out_h());
+    g.out_w = i(d.out_w());
+    g.stride_h = i(d.stride_h);
+    g.stride_w = i(d.stride_w);
+    g.off_h = i(d.pad_h);
+    g.off_w = i(d.pad_w);
+    g.group_in = i(d.c_per_group());
+    g.group_out = i(d.k_per_group());
+  }
+  g.tile_h = direct::kTileH;
+  g.tile_w = tile_w;
+  g.split = direct::kThreads / (g.tile_h * tile_w / direct::kStrip);
+  g.tiles_h = (g.out_h + g.tile_h - 1) / g.tile_h;
+  g.tiles_w = (g.out_w + tile_w - 1) / tile_w;
+  g.win_h = (g.tile_h - 1) * g.stride_h + (g.r - 1) * g.dil_h + 1;
+  g.win_w = (tile_w - 1) * g.stride_w + (g.s - 1) * g.dil_w + 1;
+  return g;
+}
+
+DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count) {
+  DirectGeometry best;
+  for (int tile_w : direct::kTileWidths) {  // widest first
+    const DirectGeometry g = direct_geometry(d, pass, tile_w);
+    if (g.smem_bytes() > direct::kMaxSmemBytes) continue;
+    best = g;
+    if (g.blocks() >= 2 * std::int64_t(sm_count)) break;
+  }
+  return best;
+}
+
+void prepare_direct(DType dtype) {
+  static_assert(direct::kThreads == 256 && direct::kTileH == 8 && direct::kStrip == 4,
+                "lane_of's warp layout: 8 tile rows by 4 parts a warp");
+  switch (dtype) {
+    case DType::kF32:
+      set_smem<float>(direct::kMaxSmemBytes);
+      break;
+    case DType::kF16:
+      set_smem<__half>(direct::kMaxSmemBytes);
+      break;
+    case DType::kBF16:
+      set_smem<__nv_bfloat16>(direct::kMaxSmemBytes);
+      break;
+  }
+}
+
+void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::kF32:
+      launch<float>(g, a, stream);
+      break;
+    case DType::kF16:
+      launch<__half>(g, a, stream);
+      break;
+    case DType::kBF16:
+      launch<__nv_bfloat16>(g, a, stream);
+      break;
+  }
+  FFTCONV_CHECK_LAUNCH();
+}
+
+}  // namespace fftconv::detail

@@ -1,0 +1,94 @@
+// The direct path (Algo::kDirect): each output as its sum over the filter's taps, for problems
+// too small for the FFT's launches to pay (one or a few planes with a large filter: the 96x96
+// landmark heatmap with a 45x45 Gaussian is 18.7 million multiply-adds, about what an H200 does
+// in a microsecond, against the five kernels of the staged FFT or one block of the fused one).
+// Forward and backward data (stride 1); the gradient of the filter stays on the FFT paths.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "core/support.h"
+#include "fftconv/conv_desc.hpp"
+#include "fftconv/options.hpp"
+#include "geometry/index_math.h"
+
+namespace fftconv::detail {
+
+namespace direct {
+constexpr int kThreads = 256;  ///< threads of a block
+constexpr int kStrip = 4;      ///< adjacent outputs of a row a thread sums (its registers)
+/// Shared memory a block may use: the source window of its tile and one filter plane.
+constexpr std::size_t kMaxSmemBytes = 96 * 1024;
+/// The tile widths a launch may take (8 rows each); the thread count splits the filter's rows
+/// between kThreads / (8 * width / kStrip) threads per strip.
+constexpr int kTileH = 8;
+constexpr int kTileWidths[] = {32, 16, 8};
+}  // namespace direct
+
+/// One launch of the direct kernel: outputs of `out_c` channels summed over `group_in` source
+/// channels of their group, each tap (r, s) of output (p, q) reading source element
+/// (p * stride_h + r * dil_h - off_h, q * stride_w + s * dil_w - off_w) (zero outside).
+///   forward:       source x, out y, off = padding, filter w[o][i][r][s];
+///   backward data: source dy, out dx, stride 1, off = dilated extent - 1 - padding, filter
+///                  w[i][o][R-1-r][S-1-s] (transposed and flipped: the adjoint).
+struct DirectGeometry {
+  int n = 0;
+  int src_c = 0, src_h = 0, src_w = 0;
+  int out_c = 0, out_h = 0, out_w = 0;
+  int r = 0, s = 0;
+  int stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  int off_h = 0, off_w = 0;
+  int group_in = 0, group_out = 0;  ///< source and output channels per group
+  int filter_cg = 0;                ///< second extent of the filter tensor (C / groups)
+  bool transpose = false;           ///< backward data's filter indexing
+  // The tiling: tile_h x tile_w outputs per block, `split` threads per strip of kStrip outputs.
+  int tile_h = direct::kTileH, tile_w = 0, split = 0;
+  int tiles_h = 0, tiles_w = 0;
+  int win_h = 0, win_w = 0;  ///< the source window of a tile
+
+  std::int64_t blocks() const { return std::int64_t(n) * out_c * std::int64_t(tiles_h) * tiles_w; }
+  FFTCONV_HD int strips() const { return tile_h * tile_w / direct::kStrip; }
+  /// Row pitches in shared memory: odd, so that the rows a warp reads at once (8 output rows,
+  /// 4 filter rows) fall into different banks.
+  FFTCONV_HD int win_pitch() const { return win_w | 1; }
+  FFTCONV_HD int filter_pitch() const { return s | 1; }
+  /// Floats of shared memory: the window and a filter plane, or the partial sums if more.
+  std::int64_t smem_floats() const {
+    const std::int64_t data = std::int64_t(win_h) * win_pitch() + std::int64_t(r) * filter_pitch();
+    const std::int64_t red = std::int64_t(direct::kThreads) * direct::kStrip;
+    return data > red ? data : red;
+  }
+  std::size_t smem_bytes() const { return sizeof(float) * static_cast<std::size_t>(smem_floats()); }
+  /// True when the tap's source column of strip output j is the previous tap's of output j + 1
+  /// (unit stride and dilation along the row): the kernel then slides a window of registers.
+  FFTCONV_HD bool slides() const { return stride_w == 1 && dil_w == 1; }
+};
+
+/// Whether the direct path serves `pass` on `d`: forward, or backward data with unit stride;
+/// sizes within 32-bit indices and a tile's window and filter plane in shared memory.
+Support direct_support(const ConvDesc& d, Pass pass);
+
+/// The geometry of `pass` on `d` with tiles of width `tile_w` (one of direct::kTileWidths).
+DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w);
+
+/// The widest tile whose blocks still give every SM two (`sm_count` multiprocessors), else the
+/// narrowest; the one whose window fits shared memory.
+DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count);
+
+struct DirectArgs {
+  const void* src;   ///< x (forward) or dy (backward data)
+  const void* w;     ///< the filter, K x C/groups x R x S
+  const void* bias;  ///< forward only; may be null
+  void* out;         ///< y (forward) or dx (backward data)
+};
+
+/// Sets the kernel's shared-memory limit to direct::kMaxSmemBytes on the current device (plan
+/// time).
+void prepare_direct(DType dtype);
+/// Enqueues the pass: one kernel.
+void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cudaStream_t stream);
+
+}  // namespace fftconv::detail

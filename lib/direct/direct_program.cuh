@@ -1,0 +1,148 @@
+// What a block of the direct kernel does (Algo::kDirect), written once for the device kernel
+// (lib/direct/direct_conv.cu) and for the host emulation the CPU tests run
+// (tests/cpu/test_direct_program.cu).
+//
+// A block computes a tile of tile_h x tile_w outputs of one output plane with kThreads threads:
+// thread t holds a strip of kStrip adjacent outputs of a tile row and sums the filter rows
+// r = part, part + split, ... of every source channel of the group into registers. Per source
+// channel:
+//   load      the tile's source window (zeros outside the source) and the channel's filter
+//             plane (flipped for backward data) into shared memory;
+//   compute   each thread's taps; with unit stride and dilation along rows, a window of
+//             kStrip + 1 registers slides along the filter row (one shared load per tap and
+//             strip, besides the filter tap).
+// Then the threads write their partial sums over the window (write_partials) and each output
+// is summed over the parts in a fixed order and stored with the bias (store).
+// Thread t's tile row is t % tile_h and its part varies next, so a warp's 32 threads read 8 rows
+// by 4 filter rows of one column: with odd row pitches, different banks.
+#pragma once
+
+#include <cstdint>
+
+#include "direct/direct_conv.h"
+
+namespace fftconv::detail::direct {
+
+/// What block b of the grid computes: the output plane (image n, channel o, group g) and the
+/// tile's first output row and column.
+struct Block {
+  int n, o, g, p0, q0;
+};
+
+FFTCONV_HD Block block_of(const DirectGeometry& geo, std::int64_t b) {
+  Block k;
+  k.q0 = static_cast<int>(b % geo.tiles_w) * geo.tile_w;
+  b /= geo.tiles_w;
+  k.p0 = static_cast<int>(b % geo.tiles_h) * geo.tile_h;
+  b /= geo.tiles_h;
+  k.o = static_cast<int>(b % geo.out_c);
+  k.n = static_cast<int>(b / geo.out_c);
+  k.g = k.o / geo.group_out;
+  return k;
+}
+
+/// A thread's place: its tile row, its filter-row part and its strip's first column.
+struct Lane {
+  int row, part, col;
+};
+
+FFTCONV_HD Lane lane_of(const DirectGeometry& geo, int tid) {
+  const int rest = tid / geo.tile_h;
+  return Lane{tid % geo.tile_h, rest % geo.split, (rest / geo.split) * kStrip};
+}
+
+/// Stages source channel `ci` of the block's group (the window, zeros outside the source) and
+/// its filter plane. src(e) and w(e) read element e of the source and filter tensors as float.
+#pragma nv_exec_check_disable
+template <class Src, class Filter>
+FFTCONV_HD void load(const DirectGeometry& geo, const Block& k, int ci, int tid, float* smem,
+                     const Src& src, const Filter& w) {
+  const int pitch = geo.win_pitch();
+  const std::int64_t plane = std::int64_t(k.n) * geo.src_c + std::int64_t(k.g) * geo.group_in + ci;
+  const std::int64_t base = plane * geo.src_h * geo.src_w;
+  const int row0 = k.p0 * geo.stride_h - geo.off_h, col0 = k.q0 * geo.stride_w - geo.off_w;
+  const int window = geo.win_h * geo.win_w;
+  for (int e = tid; e < window; e += kThreads) {
+    const int i = e / geo.win_w, j = e - (e / geo.win_w) * geo.win_w;
+    const int si = row0 + i, sj = col0 + j;
+    const bool inside = si >= 0 && si < geo.src_h && sj >= 0 && sj < geo.src_w;
+    smem[i * pitch + j] = inside ? src(base + std::int64_t(si) * geo.src_w + sj) : 0.0f;
+  }
+  // The filter plane: forward w[o][ci][r][s]; backward data w[g * group_in + ci][o'][R-1-r][S-1-s]
+  // with o' the output channel's index in its group.
+  float* filt = smem + geo.win_h * pitch;
+  const int fpitch = geo.filter_pitch();
+  const int taps = geo.r * geo.s;
+  const std::int64_t fplane =
+      geo.transpose
+          ? (std::int64_t(k.g) * geo.group_in + ci) * geo.filter_cg + (k.o - k.g * geo.group_out)
+          : std::int64_t(k.o) * geo.filter_cg + ci;
+  for (int e = tid; e < taps; e += kThreads) {
+    const int r = e / geo.s, s = e - (e / geo.s) * geo.s;
+    const int src_tap = geo.transpose ? taps - 1 - e : e;  // (R-1-r) * S + (S-1-s)
+    filt[r * fpitch + s] = w(fplane * taps + src_tap);
+  }
+}
+
+/// Adds the thread's taps of the staged channel to acc.
+FFTCONV_HD void compute(const DirectGeometry& geo, int tid, const float* smem, float acc[kStrip]) {
+  const Lane l = lane_of(geo, tid);
+  const int pitch = geo.win_pitch(), fpitch = geo.filter_pitch();
+  const float* filt = smem + geo.win_h * pitch;
+  for (int r = l.part; r < geo.r; r += geo.split) {
+    const float* x = smem + (l.row * geo.stride_h + r * geo.dil_h) * pitch + l.col * geo.stride_w;
+    const float* wr = filt + r * fpitch;
+    if (geo.slides()) {
+      float x0 = x[0], x1 = x[1], x2 = x[2];
+      for (int s = 0; s < geo.s; ++s) {
+        const float x3 = x[s + 3], wv = wr[s];
+        acc[0] += x0 * wv;
+        acc[1] += x1 * wv;
+        acc[2] += x2 * wv;
+        acc[3] += x3 * wv;
+        x0 = x1;
+        x1 = x2;
+        x2 = x3;
+      }
+    } else {
+      for (int s = 0; s < geo.s; ++s) {
+        const float wv = wr[s];
+        const float* xs = x + s * geo.dil_w;
+        for (int j = 0; j < kStrip; ++j) acc[j] += xs[j * geo.stride_w] * wv;
+      }
+    }
+  }
+}
+
+/// Writes the thread's partial sums where store() reads them (over the window: after the last
+/// channel's compute and a synchronisation).
+FFTCONV_HD void write_partials(const DirectGeometry& geo, int tid, float* smem,
+                               const float acc[kStrip]) {
+  const Lane l = lane_of(geo, tid);
+  const int strip = l.row * (geo.tile_w / kStrip) + l.col / kStrip;
+  float* dst = smem + (std::int64_t(l.part) * geo.strips() + strip) * kStrip;
+  for (int j = 0; j < kStrip; ++j) dst[j] = acc[j];
+}
+
+/// Sums each output of the tile over the parts (in order) and stores it: sink(index, o, v)
+/// writes v (plus the bias of channel o) at element `index` of the output tensor.
+#pragma nv_exec_check_disable
+template <class Sink>
+FFTCONV_HD void store(const DirectGeometry& geo, const Block& k, int tid, const float* smem,
+                      const Sink& sink) {
+  const int outputs = geo.tile_h * geo.tile_w;
+  for (int e = tid; e < outputs; e += kThreads) {
+    const int pr = e / geo.tile_w, qc = e - (e / geo.tile_w) * geo.tile_w;
+    const int p = k.p0 + pr, q = k.q0 + qc;
+    if (p >= geo.out_h || q >= geo.out_w) continue;
+    const int strip = pr * (geo.tile_w / kStrip) + qc / kStrip;
+    float v = 0.0f;
+    for (int part = 0; part < geo.split; ++part) {
+      v += smem[(std::int64_t(part) * geo.strips() + strip) * kStrip + qc % kStrip];
+    }
+    const std::int64_t plane = std::int64_t(k.n) * geo.out_c + k.o;
+    sink((plane * geo.out_h + p) * geo.out_w + q, k.o, v);
+  }
+}
+
+}  // namespace fftconv::detail::direct

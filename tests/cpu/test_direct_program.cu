@@ -1,0 +1,167 @@
+// The direct path's block program (lib/direct/direct_program.cuh) emulated on the host: every
+// thread of a block runs each phase in turn between the synchronisations the kernel makes, each
+// with its own registers, in shared memory that starts as NaN (a read of anything no phase wrote
+// poisons the output). The same code the kernel runs, so the tiling, the window and filter
+// staging (zeros outside the source, the flipped and transposed filter of the input gradient),
+// the sliding window and the partial sums are checked against the fp64 oracle without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "algos/registry.h"
+#include "direct/direct_conv.h"
+#include "direct/direct_program.cuh"
+#include "testing/testing.h"
+
+namespace fftconv {
+namespace {
+
+namespace direct = detail::direct;
+using detail::DirectGeometry;
+
+struct HostSource {
+  const float* p;
+  __host__ __device__ float operator()(std::int64_t e) const { return p[e]; }
+};
+
+struct HostSink {
+  float* out;
+  const float* bias;
+  __host__ __device__ void operator()(std::int64_t e, int o, float v) const {
+    out[e] = bias ? v + bias[o] : v;
+  }
+};
+
+// Every block of the grid, its threads phase by phase.
+std::vector<float> emulate(const DirectGeometry& g, const std::vector<float>& src,
+                           const std::vector<float>& w, const std::vector<float>& bias) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> out(static_cast<std::size_t>(std::int64_t(g.n) * g.out_c * g.out_h * g.out_w),
+                         nan);
+  std::vector<float> smem(static_cast<std::size_t>(g.smem_floats()));
+  std::vector<float> acc(static_cast<std::size_t>(direct::kThreads) * direct::kStrip);
+  const HostSink sink{out.data(), bias.empty() ? nullptr : bias.data()};
+  for (std::int64_t b = 0; b < g.blocks(); ++b) {
+    const direct::Block k = direct::block_of(g, b);
+    std::fill(smem.begin(), smem.end(), nan);
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int ci = 0; ci < g.group_in; ++ci) {
+      for (int t = 0; t < direct::kThreads; ++t) {
+        direct::load(g, k, ci, t, smem.data(), HostSource{src.data()}, HostSource{w.data()});
+      }
+      for (int t = 0; t < direct::kThreads; ++t) {
+        direct::compute(g, t, smem.data(), acc.data() + t * direct::kStrip);
+      }
+    }
+    std::fill(smem.begin(), smem.end(), nan);  // the partial sums overwrite the window
+    for (int t = 0; t < direct::kThreads; ++t) {
+      direct::write_partials(g, t, smem.data(), acc.data() + t * direct::kStrip);
+    }
+    for (int t = 0; t < direct::kThreads; ++t) direct::store(g, k, t, smem.data(), sink);
+  }
+  return out;
+}
+
+testing::ErrorStats check(const ConvDesc& d, Pass pass, int tile_w, std::uint64_t seed) {
+  const testing::OracleCase c = testing::host_oracle_case(d, pass, seed);
+  return testing::compare(emulate(detail::direct_geometry(d, pass, tile_w), c.src, c.w, c.bias),
+                          c.ref);
+}
+
+// Random descriptors (groups, stride, dilation, wide padding), both passes, every tile width.
+TEST(DirectProgram, MatchesOracle) {
+  std::mt19937_64 gen(4242);
+  testing::RandomDescOptions o;
+  o.wide_padding = true;
+  o.max_extent = 40;
+  o.max_kernel = 13;
+  o.max_macs = 4e6;
+  int cases = 0;
+  double worst = 0.0;
+  for (int i = 0; i < 120; ++i) {
+    const ConvDesc d = testing::random_desc(gen, o);
+    for (Pass pass : {Pass::kForward, Pass::kBackwardData}) {
+      if (!detail::direct_support(d, pass).ok()) continue;
+      const int tile_w = direct::kTileWidths[i % 3];
+      const testing::ErrorStats e = check(d, pass, tile_w, 4242000 + i);
+      ++cases;
+      worst = std::max(worst, e.rel_l2);
+      EXPECT_TRUE(e.pass(testing::tolerance(DType::kF32)))
+          << d.to_string() << " " << pass_name(pass) << " tile_w " << tile_w << ": "
+          << e.to_string();
+    }
+  }
+  std::printf("[ direct   ] %d cases, worst rel-L2 %.2e\n", cases, worst);
+  EXPECT_GE(cases, 150);
+}
+
+// The landmark row (one 96x96 plane, a 45x45 filter, 'same'), both passes and tile widths, and
+// a window wider than the source on every side (a 3x3 input with a 13x13 filter).
+TEST(DirectProgram, LandmarkAndTinyPlanes) {
+  for (const char* s : {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n2c3h3w3k2r13s13p6x6u1x1d1x1g1f32", "n1c4h20w17k4r7s9p3x4u1x1d2x1g4f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    for (Pass pass : {Pass::kForward, Pass::kBackwardData}) {
+      for (int tile_w : direct::kTileWidths) {
+        const testing::ErrorStats e = check(d, pass, tile_w, 77);
+        EXPECT_TRUE(e.pass(testing::tolerance(DType::kF32)))
+            << s << " " << pass_name(pass) << " tile_w " << tile_w << ": " << e.to_string();
+      }
+    }
+  }
+}
+
+TEST(DirectProgram, SupportRules) {
+  const ConvDesc d = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u2x2d1x1g1f32");
+  EXPECT_TRUE(detail::direct_support(d, Pass::kForward).ok());
+  EXPECT_FALSE(detail::direct_support(d, Pass::kBackwardData).ok());  // strided
+  EXPECT_FALSE(detail::direct_support(d, Pass::kBackwardFilter).ok());
+  // A 101x101 filter fits a tile's shared memory; 151x151 does not.
+  EXPECT_TRUE(detail::direct_support(ConvDesc::parse("n1c3h400w400k3r101s101p50x50u1x1d1x1g3f32"),
+                                     Pass::kForward)
+                  .ok());
+  const detail::Support big = detail::direct_support(
+      ConvDesc::parse("n1c3h400w400k3r151s151p75x75u1x1d1x1g3f32"), Pass::kForward);
+  EXPECT_FALSE(big.ok());
+  EXPECT_NE(big.reason.find("shared memory"), std::string::npos) << big.reason;
+  // The widest tile that still gives every SM two blocks.
+  const ConvDesc one = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  EXPECT_EQ(detail::choose_direct_geometry(one, Pass::kForward, 132).tile_w, 8);
+  const ConvDesc many = ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  EXPECT_EQ(detail::choose_direct_geometry(many, Pass::kForward, 132).tile_w, 32);
+}
+
+}  // namespace
+}  // namespace fftconv
+
+namespace fftconv {
+namespace {
+
+// Auto's estimates (device-free): the direct path first for one heatmap, not for 64 of them nor
+// for the depthwise rows, whose multiply-adds the FFT saves.
+TEST(DirectProgram, AutoRanksItForOnePlaneOnly) {
+  Options o;
+  const ConvDesc one = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  for (const char* s :
+       {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32", "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+        "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32", "n1c3h224w224k1r45s45p0x0u1x1d1x1g1f32",
+        "n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32"}) {
+    std::string ranking;
+    for (const detail::RankedAlgo& r : detail::auto_ranking(ConvDesc::parse(s), o)) {
+      ranking += std::string(" ") + algo_name(r.algo) + " " + detail::us_text(r.us);
+    }
+    std::printf("[ ranking  ] %s:%s\n", s, ranking.c_str());
+  }
+  EXPECT_EQ(detail::auto_first_choice(one, o), Algo::kDirect);
+  EXPECT_NE(detail::auto_first_choice(ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), o),
+            Algo::kDirect);
+  EXPECT_NE(
+      detail::auto_first_choice(ConvDesc::parse("n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32"), o),
+      Algo::kDirect);
+}
+
+}  // namespace
+}  // namespace fftconv
