@@ -15,6 +15,8 @@ namespace fftconv::detail {
 
 namespace {
 
+constexpr std::int64_t kAutoMinTaps = 49;  // 7x7
+
 std::string geometry_text(const DirectGeometry& g) {
   char buf[96];
   std::snprintf(buf, sizeof(buf), "tiles of %dx%d outputs, %d threads a strip of %d", g.tile_h,
@@ -62,12 +64,19 @@ class DirectFactory final : public AlgoFactory {
  public:
   DirectFactory() : AlgoFactory("direct", Algo::kDirect, Backend::kGpu) {}
   Support can_implement(const ConvDesc& d, const Options& o) const override {
+    // Small filters are cuDNN's (implicit GEMM, Winograd): under Auto this path takes filters of
+    // kAutoMinTaps taps and more, where the FFT's fixed costs are what it saves.
+    if (o.algo == Algo::kAuto && d.r * d.s < kAutoMinTaps) {
+      return Support::no(Status::kNotSupported,
+                         "not tried: filters under " + std::to_string(kAutoMinTaps) +
+                             " taps are left to the FFT and cuDNN under Auto");
+    }
     return direct_support(d, o.pass);
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
     const DirectGeometry g = choose_direct_geometry(d, o.pass, current_sm_count());
     if (detail) *detail = std::to_string(g.tile_h) + "x" + std::to_string(g.tile_w) + " tiles";
-    return estimate_direct_kernel_us(d, g);
+    return estimate_direct_kernel_us(d, g, current_sm_count());
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {

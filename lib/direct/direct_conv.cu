@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <string>
 
 #include "core/check.h"
@@ -82,6 +83,8 @@ Support direct_support(const ConvDesc& d, Pass pass) {
                                d.s,
                                d.out_h(),
                                d.out_w(),
+                               d.stride_h,
+                               d.stride_w,
                                d.pad_h + d.eff_r(),
                                d.pad_w + d.eff_s()};
   for (std::int64_t v : dims) {
@@ -90,13 +93,22 @@ Support direct_support(const ConvDesc& d, Pass pass) {
   if (d.h * d.w >= lim || d.out_h() * d.out_w() >= lim) {
     return Support::no(Status::kNotSupported, "a plane has 2^31 elements or more");
   }
-  const DirectGeometry g = direct_geometry(d, pass, direct::kTileWidths[2]);
-  if (g.smem_bytes() > direct::kMaxSmemBytes) {
-    return Support::no(Status::kNotSupported, "a tile's source window and filter plane need " +
-                                                  std::to_string(g.smem_bytes()) +
-                                                  " bytes of shared memory, over " +
-                                                  std::to_string(direct::kMaxSmemBytes));
+  // The narrowest tile's window and filter plane in shared memory, counted in 64 bits before
+  // the geometry narrows them to int.
+  const std::int64_t sh = pass == Pass::kForward ? d.stride_h : 1;
+  const std::int64_t sw = pass == Pass::kForward ? d.stride_w : 1;
+  const std::int64_t win_h = (direct::kTileH - 1) * sh + d.eff_r();
+  const std::int64_t win_w = (direct::kTileWidths[2] - 1) * sw + d.eff_s();
+  const double smem = 4.0 * (double(win_h) * double(win_w | 1) + double(d.r) * double(d.s | 1));
+  if (smem > double(direct::kMaxSmemBytes)) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf),
+                  "a tile's source window and filter plane need %.0f bytes of shared memory, "
+                  "over %zu",
+                  smem, direct::kMaxSmemBytes);
+    return Support::no(Status::kNotSupported, buf);
   }
+  const DirectGeometry g = direct_geometry(d, pass, direct::kTileWidths[2]);
   if (g.blocks() >= lim) {
     return Support::no(Status::kNotSupported, "more than 2^31 - 1 tiles");
   }
@@ -148,17 +160,6 @@ DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w) {
   g.win_h = (g.tile_h - 1) * g.stride_h + (g.r - 1) * g.dil_h + 1;
   g.win_w = (tile_w - 1) * g.stride_w + (g.s - 1) * g.dil_w + 1;
   return g;
-}
-
-DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count) {
-  DirectGeometry best;
-  for (int tile_w : direct::kTileWidths) {  // widest first
-    const DirectGeometry g = direct_geometry(d, pass, tile_w);
-    if (g.smem_bytes() > direct::kMaxSmemBytes) continue;
-    best = g;
-    if (g.blocks() >= 2 * std::int64_t(sm_count)) break;
-  }
-  return best;
 }
 
 void prepare_direct(DType dtype) {

@@ -74,10 +74,6 @@ Support direct_support(const ConvDesc& d, Pass pass);
 /// The geometry of `pass` on `d` with tiles of width `tile_w` (one of direct::kTileWidths).
 DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w);
 
-/// The widest tile whose blocks still give every SM two (`sm_count` multiprocessors), else the
-/// narrowest; the one whose window fits shared memory.
-DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count);
-
 struct DirectArgs {
   const void* src;   ///< x (forward) or dy (backward data)
   const void* w;     ///< the filter, K x C/groups x R x S

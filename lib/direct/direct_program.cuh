@@ -61,26 +61,33 @@ FFTCONV_HD void load(const DirectGeometry& geo, const Block& k, int ci, int tid,
   const std::int64_t plane = std::int64_t(k.n) * geo.src_c + std::int64_t(k.g) * geo.group_in + ci;
   const std::int64_t base = plane * geo.src_h * geo.src_w;
   const int row0 = k.p0 * geo.stride_h - geo.off_h, col0 = k.q0 * geo.stride_w - geo.off_w;
-  const int window = geo.win_h * geo.win_w;
-  for (int e = tid; e < window; e += kThreads) {
-    const int i = e / geo.win_w, j = e - (e / geo.win_w) * geo.win_w;
-    const int si = row0 + i, sj = col0 + j;
-    const bool inside = si >= 0 && si < geo.src_h && sj >= 0 && sj < geo.src_w;
-    smem[i * pitch + j] = inside ? src(base + std::int64_t(si) * geo.src_w + sj) : 0.0f;
+  // Rows by warp, columns by lane: coalesced, and no division per element.
+  const int warp = tid / 32, lane = tid % 32;
+  constexpr int kWarps = kThreads / 32;
+  for (int i = warp; i < geo.win_h; i += kWarps) {
+    const int si = row0 + i;
+    const bool row_inside = si >= 0 && si < geo.src_h;
+    const std::int64_t row = base + std::int64_t(si) * geo.src_w;
+    for (int j = lane; j < geo.win_w; j += 32) {
+      const int sj = col0 + j;
+      smem[i * pitch + j] = row_inside && sj >= 0 && sj < geo.src_w ? src(row + sj) : 0.0f;
+    }
   }
   // The filter plane: forward w[o][ci][r][s]; backward data w[g * group_in + ci][o'][R-1-r][S-1-s]
   // with o' the output channel's index in its group.
   float* filt = smem + geo.win_h * pitch;
   const int fpitch = geo.filter_pitch();
-  const int taps = geo.r * geo.s;
+  const std::int64_t taps = std::int64_t(geo.r) * geo.s;
   const std::int64_t fplane =
       geo.transpose
           ? (std::int64_t(k.g) * geo.group_in + ci) * geo.filter_cg + (k.o - k.g * geo.group_out)
           : std::int64_t(k.o) * geo.filter_cg + ci;
-  for (int e = tid; e < taps; e += kThreads) {
-    const int r = e / geo.s, s = e - (e / geo.s) * geo.s;
-    const int src_tap = geo.transpose ? taps - 1 - e : e;  // (R-1-r) * S + (S-1-s)
-    filt[r * fpitch + s] = w(fplane * taps + src_tap);
+  for (int r = warp; r < geo.r; r += kWarps) {
+    const int fr = geo.transpose ? geo.r - 1 - r : r;
+    for (int s = lane; s < geo.s; s += 32) {
+      const int fs = geo.transpose ? geo.s - 1 - s : s;
+      filt[r * fpitch + s] = w(fplane * taps + std::int64_t(fr) * geo.s + fs);
+    }
   }
 }
 

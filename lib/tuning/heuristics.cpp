@@ -322,25 +322,45 @@ namespace {
 // ---- direct path (lib/direct) -------------------------------------------------------------------
 // Not yet measured on a GPU: the rate is the separable tile kernel's (kSeparableMacsPerUsPerSm,
 // a quarter of the H200's 2.5e5 FMA lanes a microsecond), whose blocks also sum taps from shared
-// memory between barriers; a staged source or filter element costs kDirectLoadMacs.
+// memory between barriers; a staged source or filter element costs kDirectLoadMacs. Threads
+// whose part has fewer filter rows idle (R not a multiple of split), and each source channel
+// costs a block the latency of its staging from global memory and two barriers,
+// kDirectChannelUs (about 800 cycles), which more resident blocks do not hide from that block.
 constexpr double kDirectMacsPerUsPerSm = kSeparableMacsPerUsPerSm;
 constexpr double kDirectLoadMacs = 4.0;
+constexpr double kDirectChannelUs = 0.4;
 }  // namespace
 
-double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g) {
+double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int sm_count) {
+  const double rows_per_part = std::ceil(double(g.r) / g.split);
   const double taps = double(g.r) * g.s;
+  const double busy_taps = rows_per_part * g.split * g.s;  // idle parts count as working
   const double block_work =
-      double(g.group_in) * (double(g.tile_h) * g.tile_w * taps +
+      double(g.group_in) * (double(g.tile_h) * g.tile_w * busy_taps +
                             kDirectLoadMacs * (double(g.win_h) * g.win_w + taps));
+  const double sms = double(sm_count > 0 ? sm_count : kSmCount);
   const double blocks = double(g.blocks());
   const double smem = double(g.smem_bytes()) + 1024.0;
   const double per_sm =
       std::max(1.0, std::min(std::floor(kSmemPerSm / smem), kThreadsPerSm / direct::kThreads));
-  const double waves = std::ceil(blocks / (kSmCount * per_sm));
-  const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
-  const double compute = waves * sharing * block_work / kDirectMacsPerUsPerSm;
+  const double waves = std::ceil(blocks / (sms * per_sm));
+  const double sharing = std::min(per_sm, std::ceil(blocks / sms));
+  const double compute =
+      waves * (sharing * block_work / kDirectMacsPerUsPerSm + g.group_in * kDirectChannelUs);
   const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
   return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
+}
+
+DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count) {
+  DirectGeometry best;
+  double best_us = 0.0;
+  for (int tile_w : direct::kTileWidths) {  // widest first: ties keep it
+    const DirectGeometry g = direct_geometry(d, pass, tile_w);
+    if (g.smem_bytes() > direct::kMaxSmemBytes) continue;
+    const double us = estimate_direct_kernel_us(d, g, sm_count);
+    if (best.tile_w == 0 || us < best_us) best = g, best_us = us;
+  }
+  return best;
 }
 
 int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {

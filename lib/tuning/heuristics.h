@@ -43,7 +43,10 @@ int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, 
 /// Estimated device time, in microseconds, of the direct path (Algo::kDirect) on geometry `g`
 /// (lib/direct/direct_conv.h): its one kernel bound by the multiply-adds of its blocks per wave,
 /// or by the stream of its tensors.
-double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g);
+double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int sm_count);
+/// The tile width (one of direct::kTileWidths) with the lowest estimate whose window fits
+/// shared memory (ties: the wider); direct_support must hold.
+DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count);
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 

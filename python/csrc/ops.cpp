@@ -740,6 +740,7 @@ Border parse_mode_arg(const char* op, c10::string_view mode) {
 bool implements(Algo algo, const ConvDesc& d, Pass pass) {
   Options o;
   o.pass = pass;
+  o.algo = algo;  // forced: an entry may leave problems to others under Auto only
   for (const detail::AlgoFactory* f : detail::algorithm_list()) {
     if (f->algo() == algo) return detail::entry_support(*f, d, o).ok();
   }

@@ -15,6 +15,7 @@
 #include "direct/direct_conv.h"
 #include "direct/direct_program.cuh"
 #include "testing/testing.h"
+#include "tuning/heuristics.h"
 
 namespace fftconv {
 namespace {
@@ -127,11 +128,31 @@ TEST(DirectProgram, SupportRules) {
       ConvDesc::parse("n1c3h400w400k3r151s151p75x75u1x1d1x1g3f32"), Pass::kForward);
   EXPECT_FALSE(big.ok());
   EXPECT_NE(big.reason.find("shared memory"), std::string::npos) << big.reason;
-  // The widest tile that still gives every SM two blocks.
-  const ConvDesc one = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
-  EXPECT_EQ(detail::choose_direct_geometry(one, Pass::kForward, 132).tile_w, 8);
-  const ConvDesc many = ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
-  EXPECT_EQ(detail::choose_direct_geometry(many, Pass::kForward, 132).tile_w, 32);
+  // A stride whose window would overflow 32 bits: refused, not wrapped.
+  EXPECT_FALSE(detail::direct_support(ConvDesc::parse("n1c1h8w8k1r1s1p0x0u1073741824x1d1x1g1f32"),
+                                      Pass::kForward)
+                   .ok());
+  // Under Auto, filters under 7x7 are left to the FFT and cuDNN; forced, they run.
+  Options automatic;
+  const ConvDesc small = ConvDesc::parse("n1c16h32w32k16r3s3p1x1u1x1d1x1g1f32");
+  for (const detail::RankedAlgo& r : detail::auto_ranking(small, automatic)) {
+    EXPECT_NE(r.algo, Algo::kDirect);
+  }
+  EXPECT_TRUE(detail::direct_support(small, Pass::kForward).ok());
+  // The tile width with the lowest estimate.
+  for (const char* text :
+       {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32", "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+        "n2c8h300w260k8r31s31p15x15u1x1d1x1g1f32"}) {
+    const ConvDesc d = ConvDesc::parse(text);
+    const DirectGeometry best = detail::choose_direct_geometry(d, Pass::kForward, 132);
+    ASSERT_GT(best.tile_w, 0) << text;
+    for (int tile_w : direct::kTileWidths) {
+      const DirectGeometry g = detail::direct_geometry(d, Pass::kForward, tile_w);
+      EXPECT_LE(detail::estimate_direct_kernel_us(d, best, 132),
+                detail::estimate_direct_kernel_us(d, g, 132))
+          << text << " tile_w " << tile_w;
+    }
+  }
 }
 
 }  // namespace
