@@ -23,7 +23,7 @@ enum class Algo : int {
   kSeparable = 5, ///< a kept filter of low rank as 1-D row and column passes (forward and
                   ///< backward data; set_filter only: see Options::kept_separable)
   kDirect = 6,    ///< each output summed over its taps in one kernel, for problems too small for
-                  ///< the FFT's launches to pay (forward; backward data with unit stride)
+                  ///< the FFT's launches to pay (every pass; backward data with unit stride)
 };
 
 /// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable", "direct".

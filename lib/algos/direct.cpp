@@ -24,31 +24,52 @@ std::string geometry_text(const DirectGeometry& g) {
   return buf;
 }
 
+std::string wgrad_text(const DirectWgradGeometry& g) {
+  return "blocks of " + std::to_string(direct::kWgradTaps) + " taps, " +
+         std::to_string(direct::kThreads) + " threads summing over " +
+         std::to_string(std::int64_t(g.n) * g.out_h * g.out_w) + " positions";
+}
+
 class DirectAlgo final : public ConvAlgo {
  public:
+  // Forward and backward data.
   DirectAlgo(const ConvDesc& d, Pass pass, const DirectGeometry& g) : d_(d), pass_(pass), g_(g) {
     prepare_direct(d.dtype);
   }
+  // Backward filter, dw in `out_dtype`.
+  DirectAlgo(const ConvDesc& d, const DirectWgradGeometry& g, DType out_dtype)
+      : d_(d), pass_(Pass::kBackwardFilter), wg_(g), out_dtype_(out_dtype) {}
 
   std::size_t workspace_size() const override { return 0; }
 
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
-    DirectArgs args;
-    args.w = a.w ? a.w : kept_.use(stream);
-    args.src = pass_ == Pass::kForward ? a.x : a.dy;
-    args.bias = pass_ == Pass::kForward ? a.bias : nullptr;
-    args.out = a.out;
-    launch_direct(g_, args, d_.dtype, stream);
+    if (pass_ == Pass::kBackwardFilter) {
+      launch_direct_wgrad(wg_, a.x, a.dy, a.out, a.alpha, a.beta, d_.dtype, out_dtype_, stream);
+    } else {
+      DirectArgs args;
+      args.w = a.w ? a.w : kept_.use(stream);
+      args.src = pass_ == Pass::kForward ? a.x : a.dy;
+      args.bias = pass_ == Pass::kForward ? a.bias : nullptr;
+      args.out = a.out;
+      launch_direct(g_, args, d_.dtype, stream);
+    }
     if (marks) marks->mark("direct", stream);
   }
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kDirect;
     info.workspace_bytes = 0;
-    info.reason = geometry_text(g_);
+    info.reason = pass_ == Pass::kBackwardFilter ? wgrad_text(wg_) : geometry_text(g_);
   }
 
-  void set_filter(const void* w, cudaStream_t stream) override { kept_.set(d_, w, stream); }
+  void set_filter(const void* w, cudaStream_t stream) override {
+    if (pass_ == Pass::kBackwardFilter) {
+      throw Error(
+          Status::kInvalidArgument,
+          "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
+    }
+    kept_.set(d_, w, stream);
+  }
   void clear_filter() override { kept_.clear(); }
   bool has_filter() const override { return kept_.has(); }
   std::size_t filter_bytes() const override { return kept_.bytes(); }
@@ -57,6 +78,8 @@ class DirectAlgo final : public ConvAlgo {
   ConvDesc d_;
   Pass pass_;
   DirectGeometry g_;
+  DirectWgradGeometry wg_;
+  DType out_dtype_ = DType::kF32;
   KeptFilterCopy kept_;
 };
 
@@ -74,12 +97,21 @@ class DirectFactory final : public AlgoFactory {
     return direct_support(d, o.pass);
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
+    if (o.pass == Pass::kBackwardFilter) {
+      if (detail) *detail = "filter taps";
+      return estimate_direct_wgrad_us(d, direct_wgrad_geometry(d), current_sm_count());
+    }
     const DirectGeometry g = choose_direct_geometry(d, o.pass, current_sm_count());
     if (detail) *detail = std::to_string(g.tile_h) + "x" + std::to_string(g.tile_w) + " tiles";
     return estimate_direct_kernel_us(d, g, current_sm_count());
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
+    if (o.pass == Pass::kBackwardFilter) {
+      const DirectWgradGeometry g = direct_wgrad_geometry(d);
+      if (reason) *reason = wgrad_text(g);
+      return std::make_unique<DirectAlgo>(d, g, o.dw_fp32 ? DType::kF32 : d.dtype);
+    }
     const DirectGeometry g = choose_direct_geometry(d, o.pass, current_sm_count());
     if (reason) *reason = geometry_text(g);
     return std::make_unique<DirectAlgo>(d, o.pass, g);

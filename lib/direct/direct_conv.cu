@@ -47,6 +47,40 @@ __global__ void __launch_bounds__(direct::kThreads)
   direct::store(geo, k, tid, smem, DeviceSink<T>{out, bias});
 }
 
+template <typename O>
+struct WgradSink {
+  O* dw;
+  float alpha, beta;
+  __device__ void operator()(std::int64_t e, float v) const {
+    dw[e] = from_float<O>(beta == 0.0f ? alpha * v : alpha * v + beta * to_float(dw[e]));
+  }
+};
+
+static_assert(direct::kThreads == direct::kWgradTaps * 32, "fold_wgrad: a warp per tap");
+
+template <typename T, typename O>
+__global__ void __launch_bounds__(direct::kThreads)
+    direct_wgrad_kernel(DirectWgradGeometry geo, const T* __restrict__ x, const T* __restrict__ dy,
+                        O* __restrict__ dw, float alpha, float beta) {
+  __shared__ float smem[direct::kWgradTaps * direct::kThreads + direct::kWgradTaps * 32];
+  const direct::WgradBlock b = direct::wgrad_block_of(geo, blockIdx.x);
+  const int tid = threadIdx.x;
+  float acc[direct::kWgradTaps] = {};
+  direct::accumulate_wgrad(geo, b, tid, DeviceSource<T>{x}, DeviceSource<T>{dy}, acc);
+  direct::write_wgrad_partials(tid, smem, acc);
+  __syncthreads();
+  direct::fold_wgrad(tid, smem);
+  __syncthreads();
+  direct::store_wgrad(geo, b, tid, smem, WgradSink<O>{dw, alpha, beta});
+}
+
+template <typename T, typename O>
+void launch_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
+                  float alpha, float beta, cudaStream_t stream) {
+  direct_wgrad_kernel<T, O><<<static_cast<unsigned>(g.blocks()), direct::kThreads, 0, stream>>>(
+      g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<O*>(dw), alpha, beta);
+}
+
 template <typename T>
 void set_smem(std::size_t bytes) {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(
@@ -63,10 +97,6 @@ void launch(const DirectGeometry& g, const DirectArgs& a, cudaStream_t stream) {
 }  // namespace
 
 Support direct_support(const ConvDesc& d, Pass pass) {
-  if (pass == Pass::kBackwardFilter) {
-    return Support::no(Status::kNotSupported,
-                       "the direct path computes the forward pass and the input gradient");
-  }
   if (pass == Pass::kBackwardData && (d.stride_h != 1 || d.stride_w != 1)) {
     return Support::no(Status::kNotSupported,
                        "the direct path's input gradient needs unit stride (the adjoint of a "
@@ -92,6 +122,12 @@ Support direct_support(const ConvDesc& d, Pass pass) {
   }
   if (d.h * d.w >= lim || d.out_h() * d.out_w() >= lim) {
     return Support::no(Status::kNotSupported, "a plane has 2^31 elements or more");
+  }
+  if (pass == Pass::kBackwardFilter) {
+    if (direct_wgrad_geometry(d).blocks() >= lim) {
+      return Support::no(Status::kNotSupported, "more than 2^31 - 1 blocks of filter taps");
+    }
+    return Support::yes();
   }
   // The narrowest tile's window and filter plane in shared memory, counted in 64 bits before
   // the geometry narrows them to int.
@@ -162,6 +198,30 @@ DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w) {
   return g;
 }
 
+DirectWgradGeometry direct_wgrad_geometry(const ConvDesc& d) {
+  DirectWgradGeometry g;
+  auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  g.n = i(d.n);
+  g.c = i(d.c);
+  g.h = i(d.h);
+  g.w = i(d.w);
+  g.k = i(d.k);
+  g.cg = i(d.c_per_group());
+  g.kg = i(d.k_per_group());
+  g.r = i(d.r);
+  g.s = i(d.s);
+  g.out_h = i(d.out_h());
+  g.out_w = i(d.out_w());
+  g.stride_h = i(d.stride_h);
+  g.stride_w = i(d.stride_w);
+  g.dil_h = i(d.dil_h);
+  g.dil_w = i(d.dil_w);
+  g.pad_h = i(d.pad_h);
+  g.pad_w = i(d.pad_w);
+  g.chunks = (g.s + direct::kWgradTaps - 1) / direct::kWgradTaps;
+  return g;
+}
+
 void prepare_direct(DType dtype) {
   static_assert(direct::kThreads == 256 && direct::kTileH == 8 && direct::kStrip == 4,
                 "lane_of's warp layout: 8 tile rows by 4 parts a warp");
@@ -188,6 +248,32 @@ void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cu
       break;
     case DType::kBF16:
       launch<__nv_bfloat16>(g, a, stream);
+      break;
+  }
+  FFTCONV_CHECK_LAUNCH();
+}
+
+void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
+                         float alpha, float beta, DType dtype, DType out_dtype,
+                         cudaStream_t stream) {
+  const bool f32_out = out_dtype == DType::kF32;
+  switch (dtype) {
+    case DType::kF32:
+      launch_wgrad<float, float>(g, x, dy, dw, alpha, beta, stream);
+      break;
+    case DType::kF16:
+      if (f32_out) {
+        launch_wgrad<__half, float>(g, x, dy, dw, alpha, beta, stream);
+      } else {
+        launch_wgrad<__half, __half>(g, x, dy, dw, alpha, beta, stream);
+      }
+      break;
+    case DType::kBF16:
+      if (f32_out) {
+        launch_wgrad<__nv_bfloat16, float>(g, x, dy, dw, alpha, beta, stream);
+      } else {
+        launch_wgrad<__nv_bfloat16, __nv_bfloat16>(g, x, dy, dw, alpha, beta, stream);
+      }
       break;
   }
   FFTCONV_CHECK_LAUNCH();

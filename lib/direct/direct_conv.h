@@ -2,7 +2,7 @@
 // too small for the FFT's launches to pay (one or a few planes with a large filter: the 96x96
 // landmark heatmap with a 45x45 Gaussian is 18.7 million multiply-adds, about what an H200 does
 // in a microsecond, against the five kernels of the staged FFT or one block of the fused one).
-// Forward and backward data (stride 1); the gradient of the filter stays on the FFT paths.
+// Every pass (backward data with unit stride).
 #pragma once
 
 #include <cstddef>
@@ -67,12 +67,34 @@ struct DirectGeometry {
   FFTCONV_HD bool slides() const { return stride_w == 1 && dil_w == 1; }
 };
 
-/// Whether the direct path serves `pass` on `d`: forward, or backward data with unit stride;
-/// sizes within 32-bit indices and a tile's window and filter plane in shared memory.
+/// Whether the direct path serves `pass` on `d`: forward, backward data with unit stride, and
+/// backward filter; sizes within 32-bit indices and (forward, backward data) a tile's window and
+/// filter plane in shared memory.
 Support direct_support(const ConvDesc& d, Pass pass);
 
 /// The geometry of `pass` on `d` with tiles of width `tile_w` (one of direct::kTileWidths).
 DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w);
+
+/// The backward filter: block b computes kWgradTaps adjacent taps (r, s..s+7) of one filter plane
+/// (k, c'), each thread summing x * dy over a share of the n * out_h * out_w output positions,
+/// then the block adding the threads' sums in a fixed order:
+///   dw[k][c'][r][s] = alpha * sum_{n,p,q} x[n][g*Cg + c'][p*sh + r*dh - ph][q*sw + s*dw - pw]
+///                     * dy[n][k][p][q] + beta * dw[k][c'][r][s].
+struct DirectWgradGeometry {
+  int n = 0, c = 0, h = 0, w = 0;
+  int k = 0, cg = 0, kg = 0, r = 0, s = 0;
+  int out_h = 0, out_w = 0;
+  int stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_h = 0, pad_w = 0;
+  int chunks = 0;  ///< blocks per filter row: ceil(s / kWgradTaps)
+
+  FFTCONV_HD std::int64_t blocks() const { return std::int64_t(k) * cg * r * chunks; }
+};
+
+namespace direct {
+constexpr int kWgradTaps = 8;  ///< taps of a filter row a block sums, in registers
+}  // namespace direct
+
+DirectWgradGeometry direct_wgrad_geometry(const ConvDesc& d);
 
 struct DirectArgs {
   const void* src;   ///< x (forward) or dy (backward data)
@@ -86,5 +108,11 @@ struct DirectArgs {
 void prepare_direct(DType dtype);
 /// Enqueues the pass: one kernel.
 void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cudaStream_t stream);
+
+/// Enqueues the backward filter: dw (a.out, of `out_dtype`: the data's, or fp32 for master
+/// gradients) = alpha * the gradient + beta * dw, reading x (a.src) and dy (a.w's place: `dy`).
+void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
+                         float alpha, float beta, DType dtype, DType out_dtype,
+                         cudaStream_t stream);
 
 }  // namespace fftconv::detail

@@ -152,4 +152,85 @@ FFTCONV_HD void store(const DirectGeometry& geo, const Block& k, int tid, const 
   }
 }
 
+// ---- backward filter ----------------------------------------------------------------------------
+// Block b: filter plane (k, c') = b / (r * chunks), row r, taps s0 .. s0 + kWgradTaps - 1.
+//   accumulate      thread t sums x * dy over its share of the output positions (rows by
+//                   warp, columns by lane) into kWgradTaps registers;
+//   write_partials  the sums go to shared memory, [tap][thread];
+//   fold            thread t (tap t / 32, lane t % 32) adds the 8 threads' sums lane, lane + 32,
+//                   ... of its tap into mid[tap][lane];
+//   store_wgrad     thread t < kWgradTaps adds its tap's 32 lanes, in order, and stores
+//                   alpha * sum + beta * dw.
+
+struct WgradBlock {
+  int k, ci, g, r, s0;
+};
+
+FFTCONV_HD WgradBlock wgrad_block_of(const DirectWgradGeometry& geo, std::int64_t b) {
+  WgradBlock w;
+  w.s0 = static_cast<int>(b % geo.chunks) * kWgradTaps;
+  b /= geo.chunks;
+  w.r = static_cast<int>(b % geo.r);
+  b /= geo.r;
+  w.ci = static_cast<int>(b % geo.cg);
+  w.k = static_cast<int>(b / geo.cg);
+  w.g = w.k / geo.kg;
+  return w;
+}
+
+/// Adds the thread's positions' products to acc: output rows (image, p) by warp, columns q by
+/// lane (coalesced, one division per row). x(e) and dy(e) read elements as float.
+#pragma nv_exec_check_disable
+template <class X, class Dy>
+FFTCONV_HD void accumulate_wgrad(const DirectWgradGeometry& geo, const WgradBlock& b, int tid,
+                                 const X& x, const Dy& dy, float acc[kWgradTaps]) {
+  constexpr int kWarps = kThreads / 32;
+  const int warp = tid / 32, lane = tid % 32;
+  const std::int64_t rows = std::int64_t(geo.n) * geo.out_h;
+  for (std::int64_t rid = warp; rid < rows; rid += kWarps) {
+    const int n = static_cast<int>(rid / geo.out_h);
+    const int p = static_cast<int>(rid - std::int64_t(n) * geo.out_h);
+    const int row = p * geo.stride_h + b.r * geo.dil_h - geo.pad_h;
+    if (row < 0 || row >= geo.h) continue;
+    const std::int64_t dyrow = ((std::int64_t(n) * geo.k + b.k) * geo.out_h + p) * geo.out_w;
+    const std::int64_t xrow =
+        ((std::int64_t(n) * geo.c + std::int64_t(b.g) * geo.cg + b.ci) * geo.h + row) * geo.w;
+    for (int q = lane; q < geo.out_w; q += 32) {
+      const float g = dy(dyrow + q);
+      const int col0 = q * geo.stride_w + b.s0 * geo.dil_w - geo.pad_w;
+      for (int j = 0; j < kWgradTaps; ++j) {
+        if (b.s0 + j >= geo.s) break;  // the row's last chunk
+        const int col = col0 + j * geo.dil_w;
+        if (col >= 0 && col < geo.w) acc[j] += x(xrow + col) * g;
+      }
+    }
+  }
+}
+
+FFTCONV_HD void write_wgrad_partials(int tid, float* smem, const float acc[kWgradTaps]) {
+  for (int j = 0; j < kWgradTaps; ++j) smem[j * kThreads + tid] = acc[j];
+}
+
+/// mid (after the partials, kWgradTaps x 32 floats): each tap's 256 sums folded into 32.
+FFTCONV_HD void fold_wgrad(int tid, float* smem) {
+  const int tap = tid / 32, lane = tid % 32;
+  const float* src = smem + tap * kThreads;
+  float v = 0.0f;
+  for (int i = lane; i < kThreads; i += 32) v += src[i];
+  smem[kWgradTaps * kThreads + tap * 32 + lane] = v;
+}
+
+/// sink(index, v) stores alpha * v + beta * dw at element `index` of dw.
+#pragma nv_exec_check_disable
+template <class Sink>
+FFTCONV_HD void store_wgrad(const DirectWgradGeometry& geo, const WgradBlock& b, int tid,
+                            const float* smem, const Sink& sink) {
+  if (tid >= kWgradTaps || b.s0 + tid >= geo.s) return;
+  const float* mid = smem + kWgradTaps * kThreads + tid * 32;
+  float v = 0.0f;
+  for (int i = 0; i < 32; ++i) v += mid[i];
+  const std::int64_t plane = std::int64_t(b.k) * geo.cg + b.ci;
+  sink((plane * geo.r + b.r) * geo.s + b.s0 + tid, v);
+}
+
 }  // namespace fftconv::detail::direct

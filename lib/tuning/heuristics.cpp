@@ -351,6 +351,22 @@ double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int
   return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
 }
 
+// The backward filter reads x and dy through L1 (a load per multiply-add, and the row's index
+// math per position): a third of the forward kernel's rate is assumed, not yet measured.
+constexpr double kDirectWgradMacsPerUsPerSm = kDirectMacsPerUsPerSm / 3.0;
+
+double estimate_direct_wgrad_us(const ConvDesc& d, const DirectWgradGeometry& g, int sm_count) {
+  const double sms = double(sm_count > 0 ? sm_count : kSmCount);
+  const double block_work = double(direct::kWgradTaps) * double(g.n) * g.out_h * g.out_w;
+  const double blocks = double(g.blocks());
+  const double per_sm = 4.0;  // 64 registers a thread (ptxas, sm_90): 4 blocks of 256 an SM
+  const double waves = std::ceil(blocks / (sms * per_sm));
+  const double sharing = std::min(per_sm, std::ceil(blocks / sms));
+  const double compute = waves * sharing * block_work / kDirectWgradMacsPerUsPerSm;
+  const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
+  return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
+}
+
 DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count) {
   DirectGeometry best;
   double best_us = 0.0;

@@ -44,6 +44,9 @@ int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, 
 /// (lib/direct/direct_conv.h): its one kernel bound by the multiply-adds of its blocks per wave,
 /// or by the stream of its tensors.
 double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int sm_count);
+/// The direct path's backward filter: blocks of direct::kWgradTaps taps, each summing over every
+/// output position.
+double estimate_direct_wgrad_us(const ConvDesc& d, const DirectWgradGeometry& g, int sm_count);
 /// The tile width (one of direct::kTileWidths) with the lowest estimate whose window fits
 /// shared memory (ties: the wider); direct_support must hold.
 DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count);

@@ -748,14 +748,14 @@ bool implements(Algo algo, const ConvDesc& d, Pass pass) {
 }
 
 // The algorithm a pass runs when the user named one: the full-image FFT for the passes that the
-// tiled (forward only), separable (forward and input gradient) and direct (forward, input
-// gradient with unit stride) paths do not implement, and
+// tiled (forward only), separable (forward and input gradient) and direct (no strided input
+// gradient) paths do not implement, and
 // for a backward filter whose correlation the fused path cannot hold (its period can exceed the
 // forward pass's), so that a model trained with either still gets every gradient.
 Algo pass_algo(Algo algo, Pass pass, const ConvDesc& d) {
   if (algo == Algo::kFftTiled && pass != Pass::kForward) return Algo::kFft;
   if (algo == Algo::kSeparable && pass == Pass::kBackwardFilter) return Algo::kFft;
-  // The direct path's passes: forward, and backward data with unit stride.
+  // The direct path's passes: every one but a strided backward data.
   if (algo == Algo::kDirect && !implements(algo, d, pass)) return Algo::kFft;
   if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter &&
       !implements(algo, d, pass)) {

@@ -53,8 +53,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     ``"fft_fused"`` (one kernel for one channel per group and FFT planes up to 128x128; every
     pass), ``"separable"`` (a frozen low-rank filter as 1-D passes; forward and
     input gradient; Auto picks it by itself for frozen filters where it pays), ``"direct"``
-    (each output summed over its taps in one kernel, for one or a few planes; forward and, with
-    unit stride, input gradient) or ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
+    (each output summed over its taps in one kernel, for one or a few planes; every pass, the
+    input gradient with unit stride) or ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
     arithmetic inside); other floating types go to ``aten.convolution``.
     """
     # The common call, checked in C++: plain tensors, a 4-D input, numeric padding, eager mode.

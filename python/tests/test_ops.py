@@ -89,9 +89,9 @@ def test_gradients_match_torch_in_float64(device, algo):
 
 
 @needs_cuda
-def test_direct_algo_with_unit_stride_runs_both_passes_it_serves():
-    # One 96x96 heatmap with a 45x45 filter: the direct path's row. Forward and input gradient
-    # run it (the weight gradient the FFT), all within fp32's tolerance of float64.
+def test_direct_algo_runs_every_pass():
+    # One 96x96 heatmap with a 45x45 filter: the direct path's row, every pass through it, all
+    # within fp32's tolerance of float64.
     x = torch.randn(1, 1, 96, 96, device="cuda", requires_grad=True)
     w = torch.randn(1, 1, 45, 45, device="cuda", requires_grad=True)
     y = fftconv.conv2d(x, w, padding=22, algo="direct")
@@ -106,6 +106,7 @@ def test_direct_algo_with_unit_stride_runs_both_passes_it_serves():
     lines = fftconv.backends.plan_cache.describe()
     assert any("algo=direct" in line and "pass=fwd" in line for line in lines), lines
     assert any("algo=direct" in line and "pass=dgrad" in line for line in lines), lines
+    assert any("algo=direct" in line and "pass=wgrad" in line for line in lines), lines
 
 
 @pytest.mark.parametrize("device", DEVICES)

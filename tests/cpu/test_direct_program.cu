@@ -14,6 +14,7 @@
 #include "algos/registry.h"
 #include "direct/direct_conv.h"
 #include "direct/direct_program.cuh"
+#include "reference/reference.h"
 #include "testing/testing.h"
 #include "tuning/heuristics.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 namespace direct = detail::direct;
 using detail::DirectGeometry;
+using detail::DirectWgradGeometry;
 
 struct HostSource {
   const float* p;
@@ -72,6 +74,66 @@ testing::ErrorStats check(const ConvDesc& d, Pass pass, int tile_w, std::uint64_
                           c.ref);
 }
 
+// The backward filter's blocks: dw = alpha * the gradient + beta * dw0.
+std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
+                                 const std::vector<float>& dy, float alpha, float beta,
+                                 const std::vector<float>& dw0) {
+  const DirectWgradGeometry g = detail::direct_wgrad_geometry(d);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> dw = dw0;
+  std::vector<float> smem(direct::kWgradTaps * direct::kThreads + direct::kWgradTaps * 32);
+  std::vector<float> acc(static_cast<std::size_t>(direct::kThreads) * direct::kWgradTaps);
+  auto sink = [&](std::int64_t e, float v) {
+    dw[static_cast<std::size_t>(e)] = beta == 0.0f ? alpha * v : alpha * v + beta * dw[e];
+  };
+  for (std::int64_t b = 0; b < g.blocks(); ++b) {
+    const direct::WgradBlock k = direct::wgrad_block_of(g, b);
+    std::fill(smem.begin(), smem.end(), nan);
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int t = 0; t < direct::kThreads; ++t) {
+      direct::accumulate_wgrad(g, k, t, HostSource{x.data()}, HostSource{dy.data()},
+                               acc.data() + t * direct::kWgradTaps);
+      direct::write_wgrad_partials(t, smem.data(), acc.data() + t * direct::kWgradTaps);
+    }
+    for (int t = 0; t < direct::kThreads; ++t) direct::fold_wgrad(t, smem.data());
+    for (int t = 0; t < direct::kThreads; ++t) direct::store_wgrad(g, k, t, smem.data(), sink);
+  }
+  return dw;
+}
+
+TEST(DirectProgram, BackwardFilterMatchesOracle) {
+  std::mt19937_64 gen(4343);
+  testing::RandomDescOptions o;
+  o.wide_padding = true;
+  o.max_extent = 40;
+  o.max_kernel = 13;
+  o.max_macs = 4e6;
+  double worst = 0.0;
+  for (int i = 0; i < 80; ++i) {
+    const ConvDesc d = testing::random_desc(gen, o);
+    ASSERT_TRUE(detail::direct_support(d, Pass::kBackwardFilter).ok()) << d.to_string();
+    const std::uint64_t seed = 4343000 + i;
+    const std::vector<float> x = testing::random_values(d.x_elems(), seed, DType::kF32);
+    const std::vector<float> dy = testing::random_values(d.y_elems(), seed + 1, DType::kF32);
+    const bool accumulate = i % 3 == 0;
+    const std::vector<float> dw0 =
+        accumulate ? testing::random_values(d.w_elems(), seed + 2, DType::kF32)
+                   : std::vector<float>(static_cast<std::size_t>(d.w_elems()),
+                                        std::numeric_limits<float>::quiet_NaN());
+    const float alpha = accumulate ? 0.5f : 1.0f, beta = accumulate ? 2.0f : 0.0f;
+    std::vector<double> ref(static_cast<std::size_t>(d.w_elems()));
+    reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
+    for (std::size_t e = 0; e < ref.size(); ++e)
+      ref[e] = alpha * ref[e] + beta * (accumulate ? dw0[e] : 0.0);
+    const testing::ErrorStats err =
+        testing::compare(emulate_wgrad(d, x, dy, alpha, beta, dw0), ref);
+    worst = std::max(worst, err.rel_l2);
+    EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32)))
+        << d.to_string() << " alpha " << alpha << " beta " << beta << ": " << err.to_string();
+  }
+  std::printf("[ direct   ] backward filter: 80 cases, worst rel-L2 %.2e\n", worst);
+}
+
 // Random descriptors (groups, stride, dilation, wide padding), both passes, every tile width.
 TEST(DirectProgram, MatchesOracle) {
   std::mt19937_64 gen(4242);
@@ -118,8 +180,8 @@ TEST(DirectProgram, LandmarkAndTinyPlanes) {
 TEST(DirectProgram, SupportRules) {
   const ConvDesc d = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u2x2d1x1g1f32");
   EXPECT_TRUE(detail::direct_support(d, Pass::kForward).ok());
-  EXPECT_FALSE(detail::direct_support(d, Pass::kBackwardData).ok());  // strided
-  EXPECT_FALSE(detail::direct_support(d, Pass::kBackwardFilter).ok());
+  EXPECT_FALSE(detail::direct_support(d, Pass::kBackwardData).ok());   // strided
+  EXPECT_TRUE(detail::direct_support(d, Pass::kBackwardFilter).ok());  // any stride
   // A 101x101 filter fits a tile's shared memory; 151x151 does not.
   EXPECT_TRUE(detail::direct_support(ConvDesc::parse("n1c3h400w400k3r101s101p50x50u1x1d1x1g3f32"),
                                      Pass::kForward)
@@ -177,6 +239,15 @@ TEST(DirectProgram, AutoRanksItForOnePlaneOnly) {
     std::printf("[ ranking  ] %s:%s\n", s, ranking.c_str());
   }
   EXPECT_EQ(detail::auto_first_choice(one, o), Algo::kDirect);
+  for (Pass p : {Pass::kBackwardData, Pass::kBackwardFilter}) {
+    Options po;
+    po.pass = p;
+    std::string ranking;
+    for (const detail::RankedAlgo& r : detail::auto_ranking(one, po)) {
+      ranking += std::string(" ") + algo_name(r.algo) + " " + detail::us_text(r.us);
+    }
+    std::printf("[ ranking  ] %s %s:%s\n", one.to_string().c_str(), pass_name(p), ranking.c_str());
+  }
   EXPECT_NE(detail::auto_first_choice(ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), o),
             Algo::kDirect);
   EXPECT_NE(

@@ -1,5 +1,6 @@
 // The direct path (Algo::kDirect) on the device against the fp64 oracle: random descriptors of
-// both passes it serves in every dtype, kept filters, the landmark rows, a CUDA graph capture.
+// every pass in every dtype (the backward filter accumulating, and with fp32 dw for half data),
+// kept filters, the landmark rows, a CUDA graph capture.
 // Its index math runs on the host too (tests/cpu/test_direct_program.cu).
 #include "gpu_test_util.h"
 
@@ -32,8 +33,17 @@ TEST(Direct, EveryPassAndDtypeMatchesOracle) {
       EXPECT_EQ(f.info.algo, Algo::kDirect);
       worst = std::max(worst, f.err.rel_l2);
       ++cases;
+      const BwdProblem bp(d, seed);
+      std::vector<float> dw0;
+      if (i % 4 == 0) dw0 = testing::random_values(d.w_elems(), seed + 7, d.dtype);
+      Options wo = direct_options(Pass::kBackwardFilter);
+      wo.dw_fp32 = i % 2 == 1;  // fp16/bf16 data: dw in fp32 (master gradients)
+      const BwdResult dw = dw0.empty() ? run_wgrad(bp, wo) : run_wgrad(bp, wo, 0.5f, 2.0f, &dw0);
+      EXPECT_TRUE(dw.err.pass(tol)) << "wgrad " << dw.err.to_string() << "\n" << dw.describe;
+      EXPECT_EQ(dw.info.algo, Algo::kDirect);
+      worst = std::max(worst, dw.err.rel_l2);
+      ++cases;
       if (d.stride_h == 1 && d.stride_w == 1) {
-        const BwdProblem bp(d, seed);
         const BwdResult dx = run_dgrad(bp, direct_options(Pass::kBackwardData), i % 3 == 0);
         EXPECT_TRUE(dx.err.pass(tol)) << "dgrad " << dx.err.to_string() << "\n" << dx.describe;
         worst = std::max(worst, dx.err.rel_l2);
@@ -42,7 +52,7 @@ TEST(Direct, EveryPassAndDtypeMatchesOracle) {
     }
     std::printf("[ sweep    ] %s direct: worst rel_l2 %.3e\n", dtype_name(dtype), worst);
   }
-  EXPECT_GE(cases, 150);
+  EXPECT_GE(cases, 270);
 }
 
 // The rows the path is for, a kept filter among them, and a graph capture of one call.
