@@ -83,7 +83,11 @@ void KeptFilterFence::wait() noexcept {
   marks_.clear();
 }
 
-void KeptFilterCopy::set(const ConvDesc& d, const void* w, cudaStream_t stream) {
+void KeptFilterCopy::set(const ConvDesc& d, Pass pass, const void* w, cudaStream_t stream) {
+  if (pass == Pass::kBackwardFilter) {
+    throw Error(Status::kInvalidArgument,
+                "set_filter: a backward-filter plan has no filter input [" + d.to_string() + "]");
+  }
   const std::size_t bytes = dtype_size(d.dtype) * static_cast<std::size_t>(d.w_elems());
   if (!buf_) {
     try {

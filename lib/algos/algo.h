@@ -109,8 +109,9 @@ class KeptFilterFence {
 class KeptFilterCopy {
  public:
   /// Copies the w_elems() elements of `d`'s filter from `w` on `stream`; throws
+  /// Error(kInvalidArgument) for a backward-filter plan (it has no filter input) and
   /// Error(kOutOfMemory) naming the bytes when it cannot allocate them.
-  void set(const ConvDesc& d, const void* w, cudaStream_t stream);
+  void set(const ConvDesc& d, Pass pass, const void* w, cudaStream_t stream);
   void clear() noexcept;
   bool has() const { return static_cast<bool>(buf_); }
   std::size_t bytes() const { return buf_ ? buf_.bytes() : 0; }

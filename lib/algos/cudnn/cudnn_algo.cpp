@@ -219,12 +219,7 @@ class CudnnAlgo final : public ConvAlgo {
 
   // cuDNN has no transform to skip: the kept filter is a copy the plan owns.
   void set_filter(const void* w, cudaStream_t stream) override {
-    if (pass_ == Pass::kBackwardFilter) {
-      throw Error(
-          Status::kInvalidArgument,
-          "set_filter: a backward-filter plan has no filter input [" + d_.to_string() + "]");
-    }
-    kept_.set(d_, w, stream);
+    kept_.set(d_, pass_, w, stream);
   }
   void clear_filter() override { kept_.clear(); }
   bool has_filter() const override { return kept_.has(); }
