@@ -265,6 +265,15 @@ constexpr double kSeparableMacsPerUsPerSm = 6.0e4;
 constexpr double kSeparableLoadMacs = 4.0;
 constexpr double kThreadsPerSm = 2048;
 
+// A grid of `blocks` with up to `per_sm` resident on each of `sms` SMs: its waves, and how many
+// blocks share an SM's rate within one.
+struct Waves {
+  double waves, sharing;
+};
+Waves waves_of(double blocks, double sms, double per_sm) {
+  return {std::ceil(blocks / (sms * per_sm)), std::min(per_sm, std::ceil(blocks / sms))};
+}
+
 // The strip kernel (one block of kStripThreads walks down a segment): an SM retires
 // kSeparableStripMacsPerUsPerSm multiply-adds a microsecond with kStripFullWarps warps resident
 // or more, proportionally less with fewer. H200, forced separable, fp32
@@ -307,8 +316,7 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
   const double cap = g.strip() ? kThreadsPerSm / threads : 2.0;
   const double per_sm =
       std::max(1.0, std::min({std::floor(kSmemPerSm / smem), kThreadsPerSm / threads, cap}));
-  const double waves = std::ceil(blocks / (kSmCount * per_sm));
-  const double sharing = std::min(per_sm, std::ceil(blocks / kSmCount));
+  const auto [waves, sharing] = waves_of(blocks, kSmCount, per_sm);
   double rate = kSeparableMacsPerUsPerSm;
   if (g.strip()) {
     rate = kSeparableStripMacsPerUsPerSm * std::min(1.0, sharing * threads / 32.0 / kStripFullWarps);
@@ -343,8 +351,7 @@ double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int
   const double smem = double(g.smem_bytes()) + 1024.0;
   const double per_sm =
       std::max(1.0, std::min(std::floor(kSmemPerSm / smem), kThreadsPerSm / direct::kThreads));
-  const double waves = std::ceil(blocks / (sms * per_sm));
-  const double sharing = std::min(per_sm, std::ceil(blocks / sms));
+  const auto [waves, sharing] = waves_of(blocks, sms, per_sm);
   const double compute =
       waves * (sharing * block_work / kDirectMacsPerUsPerSm + g.group_in * kDirectChannelUs);
   const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
@@ -360,8 +367,7 @@ double estimate_direct_wgrad_us(const ConvDesc& d, const DirectWgradGeometry& g,
   const double block_work = double(direct::kWgradTaps) * double(g.n) * g.out_h * g.out_w;
   const double blocks = double(g.blocks());
   const double per_sm = 4.0;  // 64 registers a thread (ptxas, sm_90): 4 blocks of 256 an SM
-  const double waves = std::ceil(blocks / (sms * per_sm));
-  const double sharing = std::min(per_sm, std::ceil(blocks / sms));
+  const auto [waves, sharing] = waves_of(blocks, sms, per_sm);
   const double compute = waves * sharing * block_work / kDirectWgradMacsPerUsPerSm;
   const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
   return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
