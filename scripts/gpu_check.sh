@@ -54,12 +54,13 @@
 # fftconv-bench --algo cudnn with --cudnn-search find and graph on FFTCONV_CUDNN_SHAPES, default
 # bench/parity_small.csv and the suite's seed1 rows, every pass: engine, cold and host times,
 # cudnn-find.json, cudnn-graph.json; FFTCONV_CUDNN_ARGS appended; not by default), direct (the
-# direct path: its GPU tests, then fftconv-bench --verify on the suite's small rows, forward and
-# backward data, with --algo direct, fft and auto: direct-*.txt, direct-*.json;
+# direct path: its GPU tests, then fftconv-bench --verify on the suite's small rows,
+# every pass, with --algo direct, fft and auto: direct-*.txt, direct-*.json;
 # FFTCONV_DIRECT_ARGS appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
-# FFTCONV_GPU_STEPS, FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
+# FFTCONV_GPU_STEPS, FFTCONV_BUILD_TARGETS (what the build step builds, e.g. "fftconv_gpu_tests
+# fftconv-bench fftconv_torch" where a call's time is short; default everything), FFTCONV_LIMIT_<STEP> (seconds for that step; default unbounded; a stopped
 # step keeps what it wrote: the driver and torch_baseline.py write their JSON as they go),
 # FFTCONV_CTEST_ARGS, FFTCONV_BENCH_SUITES (CSV files, default data/shapes/*.csv),
 # FFTCONV_BENCH_PASSES (default: fwd,dgrad,wgrad for suite.csv, fwd for the others),
@@ -159,10 +160,11 @@ if step build; then
            -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" \
            -DPython_EXECUTABLE="$(command -v python3)" -DPython3_EXECUTABLE="$(command -v python3)" \
            ${FFTCONV_STB_INCLUDE_DIR:+-DFFTCONV_STB_INCLUDE_DIR="$FFTCONV_STB_INCLUDE_DIR"} &&
-         cmake --build "$BUILD" -j "$JOBS"; } >"$OUT/build.log" 2>&1; then
+         cmake --build "$BUILD" -j "$JOBS" ${FFTCONV_BUILD_TARGETS:+--target $FFTCONV_BUILD_TARGETS}; } \
+         >"$OUT/build.log" 2>&1; then
     echo "BUILD FAILED"; grep -E "error|Error" "$OUT/build.log" | head -40; exit 1
   fi
-  echo "build ok"; grep -E "fftconv: (Python|python3)" "$OUT/build.log"
+  echo "build ok in $SECONDS s"; grep -E "fftconv: (Python|python3)" "$OUT/build.log"
 fi
 
 if step test; then
@@ -436,7 +438,7 @@ if step direct; then
   for algo in direct fft auto; do
     # shellcheck disable=SC2086
     limited direct "$BUILD/apps/fftconv-bench" --shapes "$direct_rows" --algo "$algo" \
-      --pass fwd,dgrad --verify --no-cudnn --json "$OUT/direct-$algo.json" ${FFTCONV_DIRECT_ARGS:-} \
+      --pass fwd,dgrad,wgrad --verify --no-cudnn --json "$OUT/direct-$algo.json" ${FFTCONV_DIRECT_ARGS:-} \
       >"$OUT/direct-$algo.txt" 2>&1 || status=1
     cat "$OUT/direct-$algo.txt"
   done
