@@ -308,8 +308,8 @@ double separable_planes(const ConvDesc& d, Pass pass) {
 }  // namespace
 
 double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeometry& g, int rank) {
-  const int sources = static_cast<int>(pass == Pass::kBackwardData ? d.k_per_group()
-                                                                   : d.c_per_group());
+  const int sources =
+      static_cast<int>(pass == Pass::kBackwardData ? d.k_per_group() : d.c_per_group());
   const double blocks = separable_planes(d, pass) * double(g.blocks_per_plane());
   const double smem = double(g.smem_bytes(rank)) + 1024.0;
   const int threads = g.strip() ? separable::kStripThreads : separable::kThreads;
@@ -319,7 +319,8 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
   const auto [waves, sharing] = waves_of(blocks, kSmCount, per_sm);
   double rate = kSeparableMacsPerUsPerSm;
   if (g.strip()) {
-    rate = kSeparableStripMacsPerUsPerSm * std::min(1.0, sharing * threads / 32.0 / kStripFullWarps);
+    rate =
+        kSeparableStripMacsPerUsPerSm * std::min(1.0, sharing * threads / 32.0 / kStripFullWarps);
   }
   const double compute = waves * sharing * separable_block_work(g, sources, rank) / rate;
   const double io = double(d.x_elems() + d.y_elems()) * double(dtype_size(d.dtype));
@@ -328,8 +329,11 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
 
 namespace {
 // ---- direct path (lib/direct) -------------------------------------------------------------------
-// Not yet measured on a GPU: the rate is the separable tile kernel's (kSeparableMacsPerUsPerSm,
-// a quarter of the H200's 2.5e5 FMA lanes a microsecond), whose blocks also sum taps from shared
+// Measured on the H200 (data/results/h200/2026-12-05-direct): within 3% of the estimate on
+// seed3_cntk_valid and landmark_batch64, 16% over on odd_rect, 35% (4 us) over on one 96x96 plane
+// (72 blocks: latency, not rate) and 58% over with dilation 2. The rate is the separable tile
+// kernel's (kSeparableMacsPerUsPerSm, a quarter of the H200's 2.5e5 FMA lanes a microsecond),
+// whose blocks also sum taps from shared
 // memory between barriers; a staged source or filter element costs kDirectLoadMacs. Threads
 // whose part has fewer filter rows idle (R not a multiple of split), and each source channel
 // costs a block the latency of its staging from global memory and two barriers,
@@ -359,8 +363,10 @@ double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int
 }
 
 // The backward filter reads x and dy through L1 (a load per multiply-add, and the row's index
-// math per position): a third of the forward kernel's rate is assumed, not yet measured.
-constexpr double kDirectWgradMacsPerUsPerSm = kDirectMacsPerUsPerSm / 3.0;
+// math per position): a sixth of the forward kernel's rate, measured on the H200 (suite rows
+// seed3_*, landmark_batch64, odd_rect, dilated2: 33 to 1764 us, 2.0 to 2.5 times the estimate
+// at a third; data/results/h200/2026-12-05-direct).
+constexpr double kDirectWgradMacsPerUsPerSm = kDirectMacsPerUsPerSm / 6.0;
 
 double estimate_direct_wgrad_us(const ConvDesc& d, const DirectWgradGeometry& g, int sm_count) {
   const double sms = double(sm_count > 0 ? sm_count : kSmCount);
@@ -391,7 +397,8 @@ int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, 
   // Segments longer than kMaxSegmentChunks steps gain nothing measurable (their first R - 1
   // rows are below 1% of them for filters up to 300 taps) and bound the search on tall planes.
   constexpr int kMaxSegmentChunks = 1024;
-  const int top = std::min(kMaxSegmentChunks, (g.h.out + separable::kChunk - 1) / separable::kChunk);
+  const int top =
+      std::min(kMaxSegmentChunks, (g.h.out + separable::kChunk - 1) / separable::kChunk);
   int best = 0;
   double best_us = 0.0;
   for (int m = 1; m <= top; ++m) {
@@ -427,10 +434,10 @@ double estimate_direct_us(const ConvDesc& d, Pass pass) {
                               : d.r * d.s <= kSmallKernelArea ? kDirectDenseSmallFlopsPerUs
                                                               : kDirectDenseLargeFlopsPerUs);
   const double fill = std::min(1.0, double(d.y_elems()) / kDirectFullOutputs);
-  const double factor = pass == Pass::kForward          ? 1.0
-                        : dense                          ? kDirectDenseBackwardFactor
-                        : pass == Pass::kBackwardData    ? kDirectDgradFactor
-                                                         : kDirectWgradFactor;
+  const double factor = pass == Pass::kForward        ? 1.0
+                        : dense                       ? kDirectDenseBackwardFactor
+                        : pass == Pass::kBackwardData ? kDirectDgradFactor
+                                                      : kDirectWgradFactor;
   return factor * flops / (rate * fill) + kLaunchUs;
 }
 
@@ -512,8 +519,7 @@ double estimate_tc_us(const CgemmProblem& p, const CgemmKernel& k, int sm_count)
 
 /// The best tensor-core tiling for `p` by estimate, and its estimate; null when none applies.
 /// Transposed tilings (rows along n) serve problems whose m is below an MMA's 16 rows.
-const CgemmKernel* choose_tc(const CgemmProblem& p, int sm_count, std::size_t smem,
-                             double* us) {
+const CgemmKernel* choose_tc(const CgemmProblem& p, int sm_count, std::size_t smem, double* us) {
   if (p.k < kTcMinK || std::min(p.m, p.n) < kTcMinSide) return nullptr;
   const bool transposed = p.m < 16 && p.n >= 16;
   const CgemmKernel* best = nullptr;

@@ -23,8 +23,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -293,7 +293,8 @@ void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStr
   std::string text;
   if (e.plan) {
     auto check = [](cudaError_t err) {
-      TORCH_CHECK(err == cudaSuccess, "fftconv: timing Auto's candidates: ", cudaGetErrorString(err));
+      TORCH_CHECK(err == cudaSuccess,
+                  "fftconv: timing Auto's candidates: ", cudaGetErrorString(err));
     };
     std::array<cudaEvent_t, 4 * kMeasureRounds> ev{};
     struct Events {
@@ -358,8 +359,8 @@ void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStr
     try {
       err = rel_l2(aten_out, reference());
     } catch (const c10::Error& ex) {
-      e.choice += std::string(e.choice.empty() ? "" : "; ") + text +
-                  (text.empty() ? "" : "; ") + "aten's fp32 result not checked: " +
+      e.choice += std::string(e.choice.empty() ? "" : "; ") + text + (text.empty() ? "" : "; ") +
+                  "aten's fp32 result not checked: " +
                   std::string(ex.what_without_backtrace()).substr(0, 200) + "; chose aten";
       e.use_aten = true;
       e.settle_pending = false;
@@ -375,11 +376,12 @@ void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStr
           e.plan = std::make_unique<Plan>(d, entry_options(pass, Algo::kAuto, backend));
         } catch (const Error& err2) {
           TORCH_CHECK(false, "fftconv: aten's fp32 result of ", d.to_string(), " (",
-                      pass_name(pass), ") is ", err, " from float64 and no engine plan can run it: ",
-                      err2.what());
+                      pass_name(pass), ") is ", err,
+                      " from float64 and no engine plan can run it: ", err2.what());
         }
       }
-      text += std::string(", above ") + "1e-05: runs the engine's " + algo_name(e.plan->info().algo);
+      text +=
+          std::string(", above ") + "1e-05: runs the engine's " + algo_name(e.plan->info().algo);
     }
   }
   text += use_aten ? "; chose aten" : "; chose the engine";
@@ -387,7 +389,8 @@ void settle(PlanEntry& e, const ConvDesc& d, Pass pass, Backend backend, cudaStr
   e.use_aten = use_aten;
   e.settle_pending = false;
 #else
-  (void)e, (void)d, (void)pass, (void)backend, (void)stream, (void)engine, (void)aten, (void)reference;
+  (void)e, (void)d, (void)pass, (void)backend, (void)stream, (void)engine, (void)aten,
+      (void)reference;
 #endif
 }
 
@@ -496,8 +499,8 @@ Workspace workspace_for(const Plan& plan, const at::Tensor& like) {
   Workspace ws;
   ws.bytes = plan.workspace_size();
   if (ws.bytes == 0) return ws;
-  c10::Allocator* allocator =
-      like.is_cuda() ? c10::GetAllocator(c10::DeviceType::CUDA) : c10::GetAllocator(c10::DeviceType::CPU);
+  c10::Allocator* allocator = like.is_cuda() ? c10::GetAllocator(c10::DeviceType::CUDA)
+                                             : c10::GetAllocator(c10::DeviceType::CPU);
   ws.ptr = allocator->allocate(ws.bytes);
   return ws;
 }
@@ -566,8 +569,9 @@ std::shared_ptr<const TrainingSpectrum> forward_spectrum(const std::shared_ptr<P
 
 // Input-gradient kernel: the spectrum its node offers, where it is of this weight's content, was
 // written on this stream in this plan's layout and the stream is not being captured; else null.
-std::shared_ptr<const TrainingSpectrum> backward_spectrum(const Plan& plan, const at::Tensor& weight,
-                                                          Backend backend, cudaStream_t stream) {
+std::shared_ptr<const TrainingSpectrum> backward_spectrum(const Plan& plan,
+                                                          const at::Tensor& weight, Backend backend,
+                                                          cudaStream_t stream) {
   std::shared_ptr<const TrainingSpectrum> s = take_offered_training_spectrum();
   if (!s || s->stream != stream || !is_content_of(s->filter, weight) || !s->writer->plan ||
       !s->writer->plan->shares_filter_spectrum(plan) || is_capturing(backend, stream)) {
@@ -642,47 +646,54 @@ at::Tensor border_map(const ConvParams& p, int64_t h, int64_t w, const at::Devic
 
 at::Tensor bordered(const at::Tensor& x, const ConvParams& p) {
   const int64_t ph = p.padding[0], pw = p.padding[1];
-  if (pad_op_takes(p, x.size(2), x.size(3))) return at::pad(x, {pw, pw, ph, ph}, pad_mode(p.border));
+  if (pad_op_takes(p, x.size(2), x.size(3)))
+    return at::pad(x, {pw, pw, ph, ph}, pad_mode(p.border));
   const at::Tensor map = border_map(p, x.size(2), x.size(3), x.device());
-  return x.flatten(2).index_select(2, map).view({x.size(0), x.size(1), x.size(2) + 2 * ph,
-                                                 x.size(3) + 2 * pw});
+  return x.flatten(2).index_select(2, map).view(
+      {x.size(0), x.size(1), x.size(2) + 2 * ph, x.size(3) + 2 * pw});
 }
 
-// The adjoint of a circular pad of `pad` <= n along `dim`: the margins add to the rows they
-// hold.
-at::Tensor circular_fold(const at::Tensor& g, int64_t dim, int64_t n, int64_t pad) {
+// The adjoint of bordering axis `dim` (extent n) by `pad` on each side: each bordered
+// position's gradient added to the element it holds. Written with slices, flips, sums and (beyond
+// one extent) a 0/1 matrix product, not scatters: atomics would make the sums' order, and so
+// the result's last bits, differ from run to run on the GPU (which gradcheck catches in float64).
+at::Tensor axis_fold(const at::Tensor& g, int64_t dim, int64_t n, int64_t pad, Border b) {
   if (pad == 0) return g;
+  const bool within = b == Border::kReplicate || (b == Border::kReflect ? pad < n : pad <= n);
+  if (!within) {
+    // Mirrored or wrapped more than once, n <= pad: the (n + 2 pad) x n matrix whose rows are
+    // one-hot at the element each position holds. Summed in fp32 for half types.
+    const at::Tensor idx = border_axis(n, pad, b, g.options().dtype(at::kLong));
+    const at::ScalarType acc =
+        at::isReducedFloatingType(g.scalar_type()) ? at::kFloat : g.scalar_type();
+    const at::Tensor onehot =
+        idx.unsqueeze(1).eq(at::arange(n, idx.options()).unsqueeze(0)).to(acc);
+    return g.to(acc).movedim(dim, -1).matmul(onehot).movedim(-1, dim).to(g.scalar_type());
+  }
   at::Tensor out = g.narrow(dim, pad, n).clone();
-  out.narrow(dim, n - pad, pad).add_(g.narrow(dim, 0, pad));
-  out.narrow(dim, 0, pad).add_(g.narrow(dim, pad + n, pad));
+  switch (b) {
+    case Border::kReflect:  // position -i holds i, position n - 1 + i holds n - 1 - i
+      out.narrow(dim, 1, pad).add_(g.narrow(dim, 0, pad).flip(dim));
+      out.narrow(dim, n - 1 - pad, pad).add_(g.narrow(dim, pad + n, pad).flip(dim));
+      break;
+    case Border::kReplicate:
+      out.narrow(dim, 0, 1).add_(g.narrow(dim, 0, pad).sum(dim, true));
+      out.narrow(dim, n - 1, 1).add_(g.narrow(dim, pad + n, pad).sum(dim, true));
+      break;
+    default:  // circular
+      out.narrow(dim, n - pad, pad).add_(g.narrow(dim, 0, pad));
+      out.narrow(dim, 0, pad).add_(g.narrow(dim, pad + n, pad));
+  }
   return out;
 }
 
 at::Tensor folded(const at::Tensor& g, at::IntArrayRef in, const ConvParams& p) {
-  const int64_t ph = p.padding[0], pw = p.padding[1];
-  if (pad_op_takes(p, in[2], in[3])) {
-    const std::array<int64_t, 4> pads{pw, pw, ph, ph};
-    switch (p.border) {
-      case Border::kReflect:  // `self` gives the shape only
-        return at::reflection_pad2d_backward(g, at::empty(in, g.options()), pads);
-      case Border::kReplicate:
-        return at::replication_pad2d_backward(g, at::empty(in, g.options()), pads);
-      default:
-        return circular_fold(circular_fold(g, 2, in[2], ph), 3, in[3], pw);
-    }
-  }
-  // Summed in fp32 for half types (an element gathers many terms this far out).
-  const at::Tensor map = border_map(p, in[2], in[3], g.device());
-  const at::ScalarType acc = at::isReducedFloatingType(g.scalar_type()) ? at::kFloat
-                                                                          : g.scalar_type();
-  return at::zeros({in[0], in[1], in[2] * in[3]}, g.options().dtype(acc))
-      .index_add_(2, map, g.flatten(2).to(acc))
-      .view(in)
-      .to(g.scalar_type());
+  return axis_fold(axis_fold(g, 2, in[2], p.padding[0], p.border), 3, in[3], p.padding[1],
+                   p.border);
 }
 
-at::Tensor aten_forward(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b,
-                        const ConvParams& p) {
+at::Tensor aten_forward(const at::Tensor& x, const at::Tensor& w,
+                        const std::optional<at::Tensor>& b, const ConvParams& p) {
   if (p.border != Border::kZero) return aten_forward(bordered(x, p), w, b, unpadded(p));
   return at::convolution(x, w, b, p.stride, p.padding, p.dilation, false, {0, 0}, p.groups);
 }
@@ -698,8 +709,8 @@ at::Tensor aten_input_grad(const at::Tensor& dy, const at::Tensor& w, at::IntArr
   // columns a strided forward dropped.
   std::vector<int64_t> out_pad(2);
   for (int i = 0; i < 2; ++i) {
-    const int64_t covered =
-        (dy.size(2 + i) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (w.size(2 + i) - 1) + 1;
+    const int64_t covered = (dy.size(2 + i) - 1) * p.stride[i] - 2 * p.padding[i] +
+                            p.dilation[i] * (w.size(2 + i) - 1) + 1;
     out_pad[i] = in[2 + i] - covered;
   }
   return at::convolution(dy, w, std::nullopt, p.stride, p.padding, p.dilation, true, out_pad,
@@ -721,9 +732,10 @@ Algo parse_algo_arg(const char* op, c10::string_view algo) {
                  Algo::kDirect, Algo::kCudnn}) {
     if (algo == algo_name(a)) return a;
   }
-  TORCH_CHECK_VALUE(false, op, ": unknown algo '", algo,
-                    "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'direct', "
-                    "'cudnn'");
+  TORCH_CHECK_VALUE(
+      false, op, ": unknown algo '", algo,
+      "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'direct', "
+      "'cudnn'");
 }
 
 // nn.Conv2d's padding_mode: what the padding holds.
@@ -757,8 +769,7 @@ Algo pass_algo(Algo algo, Pass pass, const ConvDesc& d) {
   if (algo == Algo::kSeparable && pass == Pass::kBackwardFilter) return Algo::kFft;
   // The direct path's passes: every one but a strided backward data.
   if (algo == Algo::kDirect && !implements(algo, d, pass)) return Algo::kFft;
-  if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter &&
-      !implements(algo, d, pass)) {
+  if (algo == Algo::kFftFused && pass == Pass::kBackwardFilter && !implements(algo, d, pass)) {
     return Algo::kFft;
   }
   return algo;
@@ -818,7 +829,8 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
     settle(
         *r.entry, d, Pass::kForward, *backend, stream,
         [&] {
-          if (!ty.defined()) ty = new_output(output_size(d), x), tws = workspace_for(*r.entry->plan, x);
+          if (!ty.defined())
+            ty = new_output(output_size(d), x), tws = workspace_for(*r.entry->plan, x);
           engine_call(d, Pass::kForward, [&] {
             r.entry->plan->forward(x.data_ptr(), w.data_ptr(), b.defined() ? b.data_ptr() : nullptr,
                                    ty.data_ptr(), tws.get(), tws.bytes, stream);
@@ -840,7 +852,8 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
     const Plan& plan = *r.entry->plan;
     const void* bp = b.defined() ? b.data_ptr() : nullptr;
     const std::shared_ptr<const TrainingSpectrum> s =
-        r.kept ? nullptr : forward_spectrum(r.entry, weight, w, *backend, stream, ws.get(), ws.bytes);
+        r.kept ? nullptr
+               : forward_spectrum(r.entry, weight, w, *backend, stream, ws.get(), ws.bytes);
     if (s) {
       plan.forward_with_spectrum(x.data_ptr(), s->data, bp, y.data_ptr(), ws.get(), ws.bytes,
                                  stream);
@@ -881,15 +894,15 @@ at::Tensor conv2d_input_grad_kernel(const at::Tensor& grad_output, const at::Ten
   const at::Tensor w = weight.contiguous();
   const cudaStream_t stream = current_stream(*backend, dy);
   const Resolved r = resolve(d, Pass::kBackwardData, pass_algo(algo, Pass::kBackwardData, d),
-                             *backend, cache_index(*backend, dy),
-                             frozen_filter(weight), w, stream);
+                             *backend, cache_index(*backend, dy), frozen_filter(weight), w, stream);
   if (r.entry->settle_pending) {
     at::Tensor tdx;
     Workspace tws;
     settle(
         *r.entry, d, Pass::kBackwardData, *backend, stream,
         [&] {
-          if (!tdx.defined()) tdx = new_output(input_size, dy), tws = workspace_for(*r.entry->plan, dy);
+          if (!tdx.defined())
+            tdx = new_output(input_size, dy), tws = workspace_for(*r.entry->plan, dy);
           engine_call(d, Pass::kBackwardData, [&] {
             r.entry->plan->backward_data(dy.data_ptr(), w.data_ptr(), tdx.data_ptr(), tws.get(),
                                          tws.bytes, stream);
@@ -945,16 +958,17 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   const at::Tensor dy = grad_output.contiguous();
   const at::Tensor x = input.contiguous();
   const cudaStream_t stream = current_stream(*backend, dy);
-  const Resolved r = resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter, d),
-                             *backend, cache_index(*backend, dy),
-                             at::Tensor(), at::Tensor(), stream);
+  const Resolved r =
+      resolve(d, Pass::kBackwardFilter, pass_algo(algo, Pass::kBackwardFilter, d), *backend,
+              cache_index(*backend, dy), at::Tensor(), at::Tensor(), stream);
   if (r.entry->settle_pending) {
     at::Tensor tdw;
     Workspace tws;
     settle(
         *r.entry, d, Pass::kBackwardFilter, *backend, stream,
         [&] {
-          if (!tdw.defined()) tdw = new_output(weight_size, dy), tws = workspace_for(*r.entry->plan, dy);
+          if (!tdw.defined())
+            tdw = new_output(weight_size, dy), tws = workspace_for(*r.entry->plan, dy);
           engine_call(d, Pass::kBackwardFilter, [&] {
             r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), tdw.data_ptr(), tws.get(),
                                            tws.bytes, stream, 1.0f, 0.0f);
@@ -968,8 +982,8 @@ at::Tensor conv2d_weight_grad_kernel(const at::Tensor& grad_output, const at::Te
   at::Tensor dw = new_output(weight_size, dy);
   const Workspace ws = workspace_for(*r.entry->plan, dy);
   engine_call(d, Pass::kBackwardFilter, [&] {
-    r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), dw.data_ptr(),
-                                   ws.get(), ws.bytes, stream, 1.0f, 0.0f);
+    r.entry->plan->backward_filter(x.data_ptr(), dy.data_ptr(), dw.data_ptr(), ws.get(), ws.bytes,
+                                   stream, 1.0f, 0.0f);
   });
   return dw;
 }

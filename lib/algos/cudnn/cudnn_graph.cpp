@@ -17,6 +17,7 @@
 #include "algos/cudnn/cudnn_passes.h"
 #include "core/check.h"
 #include "core/device_buffer.h"
+#include "core/log.h"
 #include "core/timing.h"
 #include "reference/reference.h"
 #include "stages/fill.h"
@@ -25,8 +26,9 @@ namespace fftconv::detail {
 
 namespace {
 
-// Tensors the execution plan declares: NCHW x and y, KCRS w, at this alignment. The caching
-// allocators of PyTorch and of the CUDA runtime give 256-byte aligned blocks.
+// Tensors the execution plan declares: NCHW x and y, KCRS w, with base pointers at this
+// alignment (calls whose pointers are not run the legacy algorithm). The caching allocators of
+// PyTorch and of the CUDA runtime give 256-byte aligned blocks.
 constexpr std::int64_t kAlignment = 16;
 // The variant pack's tensor ids: x (dx in backward data), w (dw in backward filter), y (dy in the
 // backward passes).
@@ -120,7 +122,19 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-Desc tensor(std::int64_t uid, cudnnDataType_t dt, const std::array<std::int64_t, 4>& dims) {
+// The alignment a tensor declares: kAlignment, lowered to the largest power of two that also
+// divides the byte offset of a group's slice. Engines that split a grouped convolution into its
+// groups address each slice from the base pointer, and one that vectorizes by the declared
+// alignment faults (cudaErrorMisalignedAddress, which ends the context) on a slice that does not
+// have it: seen on the H200 with cuDNN 9 for fp16 data, 2 input channels of 15x31 a group.
+std::int64_t declared_alignment(std::int64_t group_slice_bytes) {
+  std::int64_t a = kAlignment;
+  while (a > 1 && group_slice_bytes % a != 0) a /= 2;
+  return a;
+}
+
+Desc tensor(std::int64_t uid, cudnnDataType_t dt, const std::array<std::int64_t, 4>& dims,
+            std::int64_t alignment) {
   const std::array<std::int64_t, 4> strides = {dims[1] * dims[2] * dims[3], dims[2] * dims[3],
                                                dims[3], 1};
   Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
@@ -128,7 +142,7 @@ Desc tensor(std::int64_t uid, cudnnDataType_t dt, const std::array<std::int64_t,
       .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims.data(), 4)
       .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides.data(), 4)
       .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &uid)
-      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &kAlignment)
+      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &alignment)
       .finalize();
   return t;
 }
@@ -309,9 +323,15 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
   }
   const cudnnDataType_t dt = cudnn_data_type(d.dtype);
   m.keep.reserve(6);  // x, w, y below stay put
-  m.keep.push_back(tensor(kUidX, dt, {d.n, d.c, d.h, d.w}));
-  m.keep.push_back(tensor(kUidW, dt, {d.k, d.c_per_group(), d.r, d.s}));
-  m.keep.push_back(tensor(kUidY, dt, {d.n, d.k, d.out_h(), d.out_w()}));
+  const std::int64_t cg = d.c_per_group(), kg = d.k_per_group();
+  const std::int64_t grouped = d.groups > 1 ? static_cast<std::int64_t>(dtype_size(d.dtype))
+                                            : 0;  // one group: no slices but the tensor
+  m.keep.push_back(
+      tensor(kUidX, dt, {d.n, d.c, d.h, d.w}, declared_alignment(grouped * cg * d.h * d.w)));
+  m.keep.push_back(
+      tensor(kUidW, dt, {d.k, cg, d.r, d.s}, declared_alignment(grouped * kg * cg * d.r * d.s)));
+  m.keep.push_back(tensor(kUidY, dt, {d.n, d.k, d.out_h(), d.out_w()},
+                          declared_alignment(grouped * kg * d.out_h() * d.out_w())));
   const Desc& x = m.keep[0];
   const Desc& w = m.keep[1];
   const Desc& y = m.keep[2];
@@ -459,6 +479,10 @@ CudnnGraphPlan::CudnnGraphPlan(const ConvDesc& d, Pass pass, const CudnnGraphRul
       leave_out(c.name + ": not timed, the search's budget spent");
       continue;
     }
+    // A candidate's run is waited for before the next starts, so the last of these messages
+    // names the engine when a run faults (FFTCONV_LOG_LEVEL=debug).
+    log(LogLevel::kDebug,
+        "cuDNN graph: running " + with_notes(c) + " for " + pass_name(pass) + " " + d.to_string());
     try {
       untimed.start(st);
       run(c);
