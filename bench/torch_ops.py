@@ -610,9 +610,10 @@ def parse_args(argv):
                     help="fwd with a fixed filter (requires_grad False: fftconv keeps its "
                          "spectrum) instead of a trained one")
     ap.add_argument("--seed", type=int, default=1, help="random seed of the inputs (default 1)")
-    ap.add_argument("--cudnn-search", choices=("find", "heuristic", "graph"), default="find",
+    ap.add_argument("--cudnn-search", choices=("auto", "find", "heuristic", "graph"),
+                    default="auto",
                     help="fftconv.backends.cudnn_search: how the engine's own cuDNN path finds "
-                         "its algorithm (default find)")
+                         "its algorithm (default auto: the faster of find and graph)")
     ap.add_argument("--reference", choices=("f64", "f32"), default="f64",
                     help="what rel_l2 is against: torch on float64 copies of the inputs "
                          "(default), or torch in fp32 with TF32 off (faster on large rows; "

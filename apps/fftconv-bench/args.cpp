@@ -251,8 +251,9 @@ int parse_args(int argc, char** argv, Config& c) {
          "--cudnn-search",
          [&](const std::string& v) { c.cudnn_search = fftconv::parse_cudnn_search(v); },
          "how the cuDNN path picks its algorithm, the engine's (--algo cudnn, or\n"
-         "where Auto picks cuDNN) and the cuDNN columns': find (default, the legacy\n"
-         "API's cudnnFind*), heuristic, or graph (the graph API's engines, timed)")
+         "where Auto picks cuDNN) and the cuDNN columns': auto (default: the faster\n"
+         "of find and graph), find (the legacy API's cudnnFind*), heuristic, or graph\n"
+         "(the graph API's engines, timed)")
       ->type_name("S")
       ->check(parsed_by([](const std::string& v) { fftconv::parse_cudnn_search(v); }))
       ->group(kEngine);

@@ -28,7 +28,7 @@ struct Config {
   std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
   // --cudnn-search: how the cuDNN path (the engine's and the baseline columns) picks its
   // algorithm: cudnnFind* (default), the v7 heuristics, or the graph API's timed engines.
-  fftconv::CudnnSearch cudnn_search = fftconv::CudnnSearch::kFind;
+  fftconv::CudnnSearch cudnn_search = fftconv::CudnnSearch::kAuto;
   bool stages = false;
   bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass
   bool interleave = false;  // --interleave: time a row's dtypes in turn

@@ -106,7 +106,8 @@ typedef struct fftconv_options {
   const char* gemm_kernel; /* FFT path: forced GEMM tiling by name; NULL: chosen */
   const char* cudnn_algo;  /* cuDNN path: forced algorithm by name; NULL: searched */
   int cudnn_search;        /* cuDNN path: 0 time every algorithm (find), 1 heuristic choice,
-                              2 graph API engines, timed (see fftconv::CudnnSearch::kGraph) */
+                              2 graph API engines, timed (see fftconv::CudnnSearch::kGraph),
+                              3 the faster of 0 and 2 (default) */
   int check_pointers;      /* GPU plans: reject pointers that are not device memory (default 1) */
   int kept_separable;      /* Auto GPU plans: run kept low-rank filters as 1-D passes where
                               cheaper (default 1); see fftconv::Options::kept_separable */

@@ -14,16 +14,16 @@ namespace fftconv {
 
 /// Which implementation computes the convolution.
 enum class Algo : int {
-  kAuto = 0,      ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
-  kFft = 1,       ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
-  kCudnn = 2,     ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
-  kFftTiled = 3,  ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
-  kFftFused = 4,  ///< one kernel per call: the FFTs in shared memory (one channel per group,
-                  ///< FFT planes up to 128x128; forward and backward data)
-  kSeparable = 5, ///< a kept filter of low rank as 1-D row and column passes (forward and
-                  ///< backward data; set_filter only: see Options::kept_separable)
-  kDirect = 6,    ///< each output summed over its taps in one kernel, for problems too small for
-                  ///< the FFT's launches to pay (every pass; backward data with unit stride)
+  kAuto = 0,       ///< the heuristics choose (FFT for large kernels, cuDNN where it is cheaper)
+  kFft = 1,        ///< full-image FFT: pad, r2c, per-frequency complex GEMM, c2r, clip
+  kCudnn = 2,      ///< cuDNN (fallback for small kernels and baseline); needs FFTCONV_WITH_CUDNN
+  kFftTiled = 3,   ///< overlap-save: output tiles of T - R' + 1, an FFT of size T per tile
+  kFftFused = 4,   ///< one kernel per call: the FFTs in shared memory (one channel per group,
+                   ///< FFT planes up to 128x128; forward and backward data)
+  kSeparable = 5,  ///< a kept filter of low rank as 1-D row and column passes (forward and
+                   ///< backward data; set_filter only: see Options::kept_separable)
+  kDirect = 6,     ///< each output summed over its taps in one kernel, for problems too small for
+                   ///< the FFT's launches to pay (every pass; backward data with unit stride)
 };
 
 /// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable", "direct".
@@ -65,16 +65,23 @@ enum class CudnnSearch : int {
   /// heuristics (modes A and fallback) that the plan admits, each timed once after a warm-up run,
   /// the fastest kept as a finalized execution plan; a call is one cudnnBackendExecute instead
   /// of the legacy API's per-call set-up. Engines that down-convert their inputs or reduce in
-  /// lower precision are left out, so are TF32 engines in strict fp32, and the chosen engine's error is measured at plan time on
-  /// random data against an fp64 direct convolution, the next fastest taken where it misses
-  /// 1e-5 (where that oracle would be too slow, the legacy algorithm alone serves); describe()
-  /// says what was timed, left out and measured. Calls the execution plan cannot take (tensors
-  /// not 16-byte aligned, backward filter with alpha != 1 or beta != 0) run the legacy API's
-  /// heuristic choice, kept by the same plan. Not yet the default: see docs/design.md.
+  /// lower precision are left out, so are TF32 engines in strict fp32, and the chosen engine's
+  /// error is measured at plan time on random data against an fp64 direct convolution, the next
+  /// fastest taken where it misses 1e-5 (where that oracle would be too slow, the legacy algorithm
+  /// alone serves); describe() says what was timed, left out and measured. Calls the execution plan
+  /// cannot take (tensors not 16-byte aligned, backward filter with alpha != 1 or beta != 0) run
+  /// the legacy API's heuristic choice, kept by the same plan.
   kGraph = 2,
+  /// Both: kFind's fastest legacy algorithm and kGraph's fastest engine, each timed at plan
+  /// time; the faster serves the plan (the legacy one also runs the calls the execution plan does
+  /// not take). Neither search alone wins everywhere on the H200: the graph engines took 0.72x
+  /// the legacy time in fp16 on the small-kernel parity set, but up to 2.6x in strict fp32,
+  /// where legacy FFT and Winograd-free algorithms win (data/results/h200/2026-12-05-direct).
+  /// The default; its plans take the two searches' time.
+  kAuto = 3,
 };
 
-/// "find", "heuristic", "graph".
+/// "find", "heuristic", "graph", "auto".
 FFTCONV_API const char* cudnn_search_name(CudnnSearch s) noexcept;
 /// Parses a cuDNN search name; throws Error(kInvalidArgument) otherwise.
 FFTCONV_API CudnnSearch parse_cudnn_search(const std::string& name);
@@ -110,7 +117,7 @@ struct Options {
   std::size_t workspace_limit = kNoLimit;
   /// cuDNN path only: allow TF32 tensor cores for fp32 data. The FFT path is always full fp32.
   bool allow_tf32 = false;
-  CudnnSearch cudnn_search = CudnnSearch::kFind;
+  CudnnSearch cudnn_search = CudnnSearch::kAuto;
   /// cuDNN path only: force one of cudnn_algo_names(pass) instead of searching; a forced
   /// algorithm that cannot run the problem fails at plan time. Forcing bypasses the strict-fp32
   /// filter, so a Winograd algorithm runs even though its error can exceed the fp32 tolerance.
@@ -143,8 +150,8 @@ struct Options {
   /// every later call with them launches that graph: one launch instead of the pass's five to
   /// ten kernels and cuFFT executions, a few microseconds of host time instead of tens. A call
   /// that captures as one node (a launch costs what the graph's would), or whose capture fails,
-  /// runs its stages; so do cuDNN plans (a graph would outlive the capturing thread's handle). Up to 64
-  /// pointer sets per plan keep a graph (Plan::replay_graphs()); other calls, and calls on a
+  /// runs its stages; so do cuDNN plans (a graph would outlive the capturing thread's handle). Up
+  /// to 64 pointer sets per plan keep a graph (Plan::replay_graphs()); other calls, and calls on a
   /// stream that is being captured, enqueue the stages as before. Results are the same either
   /// way. false: never.
   bool graph_replay = true;

@@ -115,7 +115,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.fft_h = o.fft_w = 0;
   o.gemm_kernel = nullptr;
   o.cudnn_algo = nullptr;
-  o.cudnn_search = 0;
+  o.cudnn_search = 3;
   o.check_pointers = 1;
   o.kept_separable = 1;
   o.graph_replay = 1;

@@ -48,7 +48,7 @@ void check_enum(E value, E first, E last, const char* field) {
 
 void check_options(const Options& o) {
   check_enum(o.algo, Algo::kAuto, Algo::kDirect, "Options::algo");
-  check_enum(o.cudnn_search, CudnnSearch::kFind, CudnnSearch::kGraph, "Options::cudnn_search");
+  check_enum(o.cudnn_search, CudnnSearch::kFind, CudnnSearch::kAuto, "Options::cudnn_search");
   check_enum(o.tuning, Tuning::kHeuristic, Tuning::kExhaustive, "Options::tuning");
   check_enum(o.pass, Pass::kForward, Pass::kBackwardFilter, "Options::pass");
   check_enum(o.backend, Backend::kGpu, Backend::kAuto, "Options::backend");

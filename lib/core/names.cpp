@@ -34,13 +34,11 @@ E parse_named(const Named<E> (&table)[N], const std::string& name, const char* w
               "unknown " + std::string(what) + " '" + name + "' (expected " + expected + ")");
 }
 
-constexpr Named<Algo> kAlgoNames[] = {{Algo::kAuto, "auto"},
-                                      {Algo::kFft, "fft"},
-                                      {Algo::kFftTiled, "fft_tiled"},
-                                      {Algo::kFftFused, "fft_fused"},
-                                      {Algo::kSeparable, "separable"},
-                                      {Algo::kDirect, "direct"},
-                                      {Algo::kCudnn, "cudnn"}};
+constexpr Named<Algo> kAlgoNames[] = {
+    {Algo::kAuto, "auto"},           {Algo::kFft, "fft"},
+    {Algo::kFftTiled, "fft_tiled"},  {Algo::kFftFused, "fft_fused"},
+    {Algo::kSeparable, "separable"}, {Algo::kDirect, "direct"},
+    {Algo::kCudnn, "cudnn"}};
 constexpr Named<Pass> kPassNames[] = {
     {Pass::kForward, "fwd"}, {Pass::kBackwardData, "dgrad"}, {Pass::kBackwardFilter, "wgrad"}};
 constexpr Named<Backend> kBackendNames[] = {
@@ -50,7 +48,8 @@ constexpr Named<Tuning> kTuningNames[] = {{Tuning::kHeuristic, "heuristic"},
                                           {Tuning::kExhaustive, "exhaustive"}};
 constexpr Named<CudnnSearch> kCudnnSearchNames[] = {{CudnnSearch::kFind, "find"},
                                                     {CudnnSearch::kHeuristic, "heuristic"},
-                                                    {CudnnSearch::kGraph, "graph"}};
+                                                    {CudnnSearch::kGraph, "graph"},
+                                                    {CudnnSearch::kAuto, "auto"}};
 constexpr Named<LogLevel> kLogLevelNames[] = {{LogLevel::kOff, "off"},
                                               {LogLevel::kError, "error"},
                                               {LogLevel::kWarning, "warning"},

@@ -154,7 +154,7 @@ constexpr std::size_t kMeasureWorkspaceLimit = std::size_t{1} << 30;
 constexpr double kFp32Tolerance = 1e-5;
 
 std::atomic<bool> g_strict_fp32{true};
-std::atomic<int> g_cudnn_search{static_cast<int>(CudnnSearch::kFind)};
+std::atomic<int> g_cudnn_search{static_cast<int>(CudnnSearch::kAuto)};
 
 std::string estimate_text(const detail::RankedAlgo& own, const detail::RankedAlgo& cudnn) {
   return std::string("estimates: ") + algo_name(own.algo) + " " + detail::us_text(own.us) +

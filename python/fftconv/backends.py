@@ -27,12 +27,13 @@ while ``torch.backends.cudnn.allow_tf32`` is on (PyTorch's default: the user cho
 cuDNN's convolutions). Read when a plan is made; ``plan_cache.clear()`` applies a change to the
 plans made before.
 
-``fftconv.backends.cudnn_search`` (default ``"find"``): how the engine's own cuDNN path (``algo=
-"cudnn"``, and the plans strict_fp32 moves off aten) picks its algorithm: ``"find"`` (the legacy
-API's ``cudnnFind*``), ``"heuristic"`` or ``"graph"`` (cuDNN's graph API: its heuristics'
-engines timed, every engine of the fp32 path checked against float64 at plan time, one
-``cudnnBackendExecute`` per call; see ``fftconv::CudnnSearch::kGraph``). Read when a plan is
-made, as strict_fp32.
+``fftconv.backends.cudnn_search`` (default ``"auto"``): how the engine's own cuDNN path (``algo=
+"cudnn"``, and the plans strict_fp32 moves off aten) picks its algorithm: ``"auto"`` (both of
+the next two searches, the faster kept; see ``fftconv::CudnnSearch::kAuto``), ``"find"`` (the
+legacy API's ``cudnnFind*``), ``"graph"`` (cuDNN's graph API: its heuristics' engines timed,
+every engine of the fp32 path checked against float64 at plan time, one
+``cudnnBackendExecute`` per call; see ``fftconv::CudnnSearch::kGraph``) or ``"heuristic"``.
+Read when a plan is made, as strict_fp32.
 
 ``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
 grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of

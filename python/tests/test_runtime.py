@@ -169,18 +169,18 @@ def test_strict_fp32_switch():
 
 
 def test_cudnn_search_switch():
-    assert fftconv.backends.cudnn_search == "find"
+    assert fftconv.backends.cudnn_search == "auto"
     try:
-        for name in ("graph", "heuristic", "find"):
+        for name in ("graph", "heuristic", "find", "auto"):
             fftconv.backends.cudnn_search = name
             assert fftconv.backends.cudnn_search == name
         with pytest.raises(ValueError, match="unknown cuDNN search 'fastest'"):
             fftconv.backends.cudnn_search = "fastest"
         with pytest.raises(TypeError, match="must be a str"):
             fftconv.backends.cudnn_search = 2
-        assert fftconv.backends.cudnn_search == "find"
+        assert fftconv.backends.cudnn_search == "auto"
     finally:
-        fftconv.backends.cudnn_search = "find"
+        fftconv.backends.cudnn_search = "auto"
 
 
 @needs_cuda
@@ -210,7 +210,7 @@ def test_cudnn_graph_search_matches_float64(pass_):
         (line,) = c.describe()
         assert "graph" in line, line
     finally:
-        fftconv.backends.cudnn_search = "find"
+        fftconv.backends.cudnn_search = "auto"
         c.clear()
 
 

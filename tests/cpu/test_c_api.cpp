@@ -115,7 +115,7 @@ TEST(CApi, OptionStringsAndEnumsAreChecked) {
   EXPECT_EQ(o.cudnn_algo, nullptr);
   EXPECT_EQ(o.fft_h, 0);
   EXPECT_EQ(o.fft_w, 0);
-  EXPECT_EQ(o.cudnn_search, 0);
+  EXPECT_EQ(o.cudnn_search, 3);
   EXPECT_EQ(o.check_pointers, 1);
   EXPECT_EQ(o.kept_separable, 1);
   EXPECT_EQ(o.graph_replay, 1);

@@ -15,8 +15,8 @@
 #include "fftconv/fftconv.hpp"
 #include "geometry/fft_geometry.h"
 #include "separable/separable_conv.h"
-#include "tuning/heuristics.h"
 #include "testing/testing.h"
+#include "tuning/heuristics.h"
 
 #ifndef FFTCONV_TEST_HAS_FFTW
 #define FFTCONV_TEST_HAS_FFTW 0
@@ -173,9 +173,9 @@ TEST(Fused, AutoFollowsTheMeasuredWinnerForTheBackwardFilter) {
   Options o;
   o.backend = Backend::kGpu;
   o.pass = Pass::kBackwardFilter;
-  for (const char* s : {"n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32",
-                        "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
-                        "n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32"}) {
+  for (const char* s :
+       {"n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32", "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
+        "n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32"}) {
     EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFftFused) << s;
   }
   EXPECT_EQ(
@@ -199,9 +199,9 @@ TEST(Registry, AutoRankingIsSortedAndHeadedByTheFirstChoice) {
   o.backend = Backend::kGpu;
   for (Pass p : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
     o.pass = p;
-    for (const char* s : {"n8c64h56w56k64r7s7p3x3u1x1d1x1g1f32", "n8c64h56w56k64r5s5p2x2u1x1d1x1g1f16",
-                          "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
-                          "n1c512h256w256k512r3s3p1x1u1x1d1x1g4f32"}) {
+    for (const char* s :
+         {"n8c64h56w56k64r7s7p3x3u1x1d1x1g1f32", "n8c64h56w56k64r5s5p2x2u1x1d1x1g1f16",
+          "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32", "n1c512h256w256k512r3s3p1x1u1x1d1x1g4f32"}) {
       const ConvDesc d = ConvDesc::parse(s);
       const std::vector<detail::RankedAlgo> r = detail::auto_ranking(d, o);
       ASSERT_FALSE(r.empty()) << s;
@@ -215,7 +215,8 @@ TEST(Registry, AutoRankingIsSortedAndHeadedByTheFirstChoice) {
         cudnn = cudnn || r[i].algo == Algo::kCudnn;
         EXPECT_NE(r[i].algo, Algo::kSeparable) << s;  // kept low-rank filters only
       }
-      EXPECT_TRUE(cudnn || cudnn_algo_names(p).empty()) << s << " " << pass_name(p);  // built with cuDNN
+      EXPECT_TRUE(cudnn || cudnn_algo_names(p).empty())
+          << s << " " << pass_name(p);  // built with cuDNN
       if (p != Pass::kForward) {
         for (const detail::RankedAlgo& x : r) EXPECT_NE(x.algo, Algo::kFftTiled) << s;
       }
@@ -252,17 +253,15 @@ TEST(Separable, Eligibility) {
 }
 
 TEST(Separable, TilesFitSharedMemory) {
-  for (const char* s : {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
-                        "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32",
-                        "n1c3h3000w4000k3r101s101p50x50u1x1d1x1g3f32",
-                        "n2c4h50w61k4r7s31p3x15u2x3d2x1g2f32",
-                        "n2c4h50w61k4r7s31p3x15u1x1d1x1g2f32",
-                        "n2c4h50w61k4r7s31p3x15u1x1d1x1g1f32",
-                        "n2c4h50w61k4r7s31p3x15u2x3d1x1g4f32",   // dgrad: strip, stride spread
-                        "n1c1h300w300k1r3s224p1x111u1x1d1x1g1f32",  // widest strip filter
-                        "n1c1h300w300k1r3s225p1x112u1x1d1x1g1f32",  // one tap more: tile
-                        "n1c1h600w40k1r249s3p124x1u1x1d1x1g1f32",   // tallest ring that fits
-                        "n1c1h600w40k1r257s3p128x1u1x1d1x1g1f32"}) {  // its ring does not fit
+  for (const char* s :
+       {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32", "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32",
+        "n1c3h3000w4000k3r101s101p50x50u1x1d1x1g3f32", "n2c4h50w61k4r7s31p3x15u2x3d2x1g2f32",
+        "n2c4h50w61k4r7s31p3x15u1x1d1x1g2f32", "n2c4h50w61k4r7s31p3x15u1x1d1x1g1f32",
+        "n2c4h50w61k4r7s31p3x15u2x3d1x1g4f32",        // dgrad: strip, stride spread
+        "n1c1h300w300k1r3s224p1x111u1x1d1x1g1f32",    // widest strip filter
+        "n1c1h300w300k1r3s225p1x112u1x1d1x1g1f32",    // one tap more: tile
+        "n1c1h600w40k1r249s3p124x1u1x1d1x1g1f32",     // tallest ring that fits
+        "n1c1h600w40k1r257s3p128x1u1x1d1x1g1f32"}) {  // its ring does not fit
     const ConvDesc d = ConvDesc::parse(s);
     for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
       detail::SeparableGeometry g;
@@ -301,10 +300,9 @@ TEST(Separable, TilesFitSharedMemory) {
 // fused FFT (0.170 ms with a kept filter, data/results/h200/2026-12-04-fused/RUNS.md) beats
 // the separable kernel (0.327 ms with a kept Gaussian, 2026-12-03-separable run 6).
 TEST(Separable, EstimateBeatsTheFftOnGaussianRows) {
-  for (const char* s : {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
-                        "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
-                        "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
-                        "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32"}) {
+  for (const char* s :
+       {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32", "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+        "n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32", "n1c3h2048w2048k3r45s45p22x22u1x1d1x1g3f32"}) {
     const ConvDesc d = ConvDesc::parse(s);
     Options o;
     detail::SeparableGeometry g;
@@ -351,7 +349,8 @@ TEST(EnumNames, RoundTrip) {
                  Algo::kDirect, Algo::kCudnn}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
-  for (CudnnSearch s : {CudnnSearch::kFind, CudnnSearch::kHeuristic, CudnnSearch::kGraph}) {
+  for (CudnnSearch s :
+       {CudnnSearch::kFind, CudnnSearch::kHeuristic, CudnnSearch::kGraph, CudnnSearch::kAuto}) {
     EXPECT_EQ(parse_cudnn_search(cudnn_search_name(s)), s);
   }
   for (LogLevel l :

@@ -150,6 +150,42 @@ TEST(CudnnGraph, TooLargeToCheckKeepsTheLegacyAlgorithm) {
   EXPECT_NE(plan.describe().find("2^38"), std::string::npos) << plan.describe();
 }
 
+// CudnnSearch::kAuto, the default: both searches run, the faster serves, and describe() says
+// which lost and by how much; either way the result holds the dtype's tolerance. The grouped
+// fp16 problem is the one whose misaligned group slices faulted before the tensors declared
+// their slices' alignment.
+TEST(CudnnGraph, AutoSearchKeepsTheFasterOfFindAndGraph) {
+  REQUIRE_GPU_AND_CUDNN();
+  EXPECT_EQ(Options{}.cudnn_search, CudnnSearch::kAuto);
+  for (const char* s :
+       {"n8c64h56w56k64r3s3p1x1u1x1d1x1g1f32", "n8c256h56w56k256r3s3p1x1u1x1d1x1g256f32",
+        "n1c6h15w31k12r2s7p0x1u1x1d1x1g3f16", "n4c64h28w28k64r5s5p2x2u1x1d1x1g4bf16"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    for (Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter}) {
+      SCOPED_TRACE(d.to_string() + " " + pass_name(pass));
+      Options o;
+      o.algo = Algo::kCudnn;
+      o = with_pass(o, pass);
+      const double tol = testing::tolerance(d.dtype);
+      RunResult r;
+      if (pass == Pass::kForward) {
+        r = run_forward(Problem(d, 77, true), o);
+      } else {
+        const BwdProblem bp(d, 77);
+        const BwdResult b = pass == Pass::kBackwardData ? run_dgrad(bp, o) : run_wgrad(bp, o);
+        r.err = b.err;
+        r.info = b.info;
+        r.describe = b.describe;
+      }
+      EXPECT_TRUE(r.err.pass(tol)) << r.err.to_string() << "\n" << r.describe;
+      const bool graph = r.info.cudnn_algo.rfind("graph ", 0) == 0;
+      EXPECT_NE(r.describe.find(graph ? "slower than the graph engine" : "graph API not used"),
+                std::string::npos)
+          << r.describe;
+    }
+  }
+}
+
 // The comparison the plan-time check uses agrees with the tests' host comparison.
 TEST(CudnnGraph, DeviceComparisonMatchesHost) {
   FFTCONV_REQUIRE_GPU();

@@ -138,6 +138,8 @@ class CudnnAlgo final : public ConvAlgo {
       find_algo(strict, o.workspace_limit);
     } else if (o.cudnn_search == CudnnSearch::kHeuristic) {
       heuristic_algo(strict, o.workspace_limit);
+    } else if (o.cudnn_search == CudnnSearch::kAuto) {
+      faster_of_find_and_graph(strict, o.workspace_limit);
     } else {
       // kGraph: the legacy algorithm runs the calls the execution plan does not take; the plan
       // needs one of the two.
@@ -155,6 +157,34 @@ class CudnnAlgo final : public ConvAlgo {
     }
     if (legacy_) FFTCONV_CUDNN_CHECK(cudnnSetConvolutionMathType(descs_.conv, math_));
     descs_.handle = nullptr;
+  }
+
+  // CudnnSearch::kAuto: the legacy search's fastest algorithm and the graph API's fastest
+  // engine, the faster kept. The legacy algorithm stays for the calls the execution plan does
+  // not take; where either search has nothing, the other serves alone.
+  void faster_of_find_and_graph(bool strict, std::size_t limit) {
+    try {
+      find_algo(strict, limit);
+    } catch (const Error& e) {
+      if (e.status() != Status::kNotSupported) throw;
+      legacy_ = false;
+      search_ = e.what();
+    }
+    build_graph(strict, limit);
+    if (!graph_ && !legacy_) throw Error(Status::kNotSupported, search_ + "; " + graph_note_);
+    if (graph_ && legacy_ && legacy_ms_ <= graph_->ms()) {
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "graph API not used: its fastest engine, %s, took %.3f ms against %.3f ms",
+                    graph_->engine().c_str(), graph_->ms(), legacy_ms_);
+      graph_note_ = buf;
+      graph_.reset();
+    }
+    if (graph_ && legacy_) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), " (%.3f ms, slower than the graph engine)", legacy_ms_);
+      search_ += buf;
+    }
   }
 
   // The graph API's execution plan; where cuDNN has none the rules admit, the legacy algorithm
@@ -218,9 +248,7 @@ class CudnnAlgo final : public ConvAlgo {
   }
 
   // cuDNN has no transform to skip: the kept filter is a copy the plan owns.
-  void set_filter(const void* w, cudaStream_t stream) override {
-    kept_.set(d_, pass_, w, stream);
-  }
+  void set_filter(const void* w, cudaStream_t stream) override { kept_.set(d_, pass_, w, stream); }
   void clear_filter() override { kept_.clear(); }
   bool has_filter() const override { return kept_.has(); }
   std::size_t filter_bytes() const override { return kept_.bytes(); }
@@ -306,7 +334,8 @@ class CudnnAlgo final : public ConvAlgo {
     return bytes <= limit && tensors + bytes < free_bytes / 10 * 9;
   }
 
-  std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes, const PlanStream& stream) const {
+  std::unique_ptr<SearchBuffers> search_buffers(std::size_t ws_bytes,
+                                                const PlanStream& stream) const {
     const std::size_t es = dtype_size(d_.dtype);
     auto b = std::unique_ptr<SearchBuffers>(
         new SearchBuffers{DeviceBuffer(es * d_.x_elems()), DeviceBuffer(es * d_.w_elems()),
@@ -476,6 +505,7 @@ class CudnnAlgo final : public ConvAlgo {
     algo_ = perf[chosen].algo;
     math_ = perf[chosen].math;
     workspace_ = perf[chosen].memory;
+    legacy_ms_ = perf[chosen].time;
     search_ = "cudnn " + how + " [" + tried + "]";
   }
 
@@ -487,6 +517,7 @@ class CudnnAlgo final : public ConvAlgo {
   std::string graph_note_;                 // why a kGraph plan has no execution plan
   bool legacy_ = true;                     // algo_ holds a legacy algorithm (kGraph: may not)
   int algo_ = 0;
+  float legacy_ms_ = 0.0f;  // algo_'s time in the search that chose it (heuristic: untimed)
   cudnnMathType_t math_ = CUDNN_FMA_MATH;
   std::size_t workspace_ = 0;
   std::string search_;

@@ -622,6 +622,8 @@ const std::string& CudnnGraphPlan::engine() const { return impl_->engine; }
 
 bool CudnnGraphPlan::tensor_core() const { return impl_->chosen.tensor_core; }
 
+float CudnnGraphPlan::ms() const { return impl_->chosen.ms; }
+
 const std::string& CudnnGraphPlan::search() const { return impl_->search; }
 
 }  // namespace fftconv::detail

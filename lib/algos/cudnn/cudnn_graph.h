@@ -48,6 +48,8 @@ class CudnnGraphPlan {
   const std::string& engine() const;
   /// True when the engine computes on tensor cores (cuDNN's TENSOR_CORE note).
   bool tensor_core() const;
+  /// The chosen engine's time at plan time, in milliseconds (one run after an untimed one).
+  float ms() const;
   /// How it was chosen: the candidates timed, what the rules left out, the fp32 check.
   const std::string& search() const;
 
