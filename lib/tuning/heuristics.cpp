@@ -330,15 +330,20 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
 namespace {
 // ---- direct path (lib/direct) -------------------------------------------------------------------
 // Measured on the H200 (data/results/h200/2026-12-05-direct): within 3% of the estimate on
-// seed3_cntk_valid and landmark_batch64, 16% over on odd_rect, 35% (4 us) over on one 96x96 plane
-// (72 blocks: latency, not rate) and 58% over with dilation 2. The rate is the separable tile
-// kernel's (kSeparableMacsPerUsPerSm, a quarter of the H200's 2.5e5 FMA lanes a microsecond),
-// whose blocks also sum taps from shared
-// memory between barriers; a staged source or filter element costs kDirectLoadMacs. Threads
-// whose part has fewer filter rows idle (R not a multiple of split), and each source channel
-// costs a block the latency of its staging from global memory and two barriers,
-// kDirectChannelUs (about 800 cycles), which more resident blocks do not hide from that block.
+// seed3_cntk_valid and landmark_batch64, 16% over on odd_rect and 58% over with dilation 2. The
+// rate is the separable tile kernel's (kSeparableMacsPerUsPerSm, a quarter of the H200's 2.5e5
+// FMA lanes a microsecond), whose blocks also sum taps from shared memory between barriers; a
+// staged source or filter element costs kDirectLoadMacs. Threads whose part has fewer filter
+// rows idle (R not a multiple of split), and each source channel costs a block the latency of
+// its staging from global memory and two barriers, kDirectChannelUs (about 800 cycles), which
+// more resident blocks do not hide from that block.
+// With fewer than kDirectFullWarps warps resident an SM's FMA pipes wait on the shared loads'
+// latency, and the rate falls in proportion (as the separable strip kernel's): one 96x96 plane in
+// tiles of 8x16, 72 blocks of 8 warps, one an SM, took 14 us where the full rate gave 10.4 us
+// (15.3 at half the rate). Its tiles of 8x8, 144 blocks, are estimated at 10.4 us: not yet
+// measured.
 constexpr double kDirectMacsPerUsPerSm = kSeparableMacsPerUsPerSm;
+constexpr double kDirectFullWarps = 16;
 constexpr double kDirectLoadMacs = 4.0;
 constexpr double kDirectChannelUs = 0.4;
 }  // namespace
@@ -356,8 +361,9 @@ double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int
   const double per_sm =
       std::max(1.0, std::min(std::floor(kSmemPerSm / smem), kThreadsPerSm / direct::kThreads));
   const auto [waves, sharing] = waves_of(blocks, sms, per_sm);
-  const double compute =
-      waves * (sharing * block_work / kDirectMacsPerUsPerSm + g.group_in * kDirectChannelUs);
+  const double warps = sharing * direct::kThreads / 32.0;
+  const double rate = kDirectMacsPerUsPerSm * std::min(1.0, warps / kDirectFullWarps);
+  const double compute = waves * (sharing * block_work / rate + g.group_in * kDirectChannelUs);
   const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
   return std::max(compute, io / kStreamBytesPerUs) + kLaunchUs;
 }
