@@ -171,7 +171,7 @@ if step test; then
   # shellcheck disable=SC2086
   limited test ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout 1500 ${FFTCONV_CTEST_ARGS:-} \
     >"$OUT/ctest.log" 2>&1 || status=1
-  grep -E "^\[ (sweep|row) " "$OUT/ctest.log" | sed 's/ (cudnn \(find\|heuristic\).*//' | head -80
+  grep -E "^\[ (sweep|row) " "$OUT/ctest.log" | sed 's/ (cudnn \(find\|heuristic\|graph\).*//' | head -80
   grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped\)$" "$OUT/ctest.log" | head -40
 fi
 

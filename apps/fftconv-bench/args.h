@@ -27,7 +27,8 @@ struct Config {
   std::string gemm;        // "" heuristic, a tiling name, or "all" (time every tiling per FFT row)
   std::string cudnn_algo;  // --cudnn-algo: the engine's cuDNN algorithm by name (with --algo cudnn)
   // --cudnn-search: how the cuDNN path (the engine's and the baseline columns) picks its
-  // algorithm: cudnnFind* (default), the v7 heuristics, or the graph API's timed engines.
+  // algorithm: the faster of cudnnFind* and the graph API's timed engines (default), one of the
+  // two, or the v7 heuristics.
   fftconv::CudnnSearch cudnn_search = fftconv::CudnnSearch::kAuto;
   bool stages = false;
   bool graph = false;       // --graph: time CUDA-graph replays of the engine's pass

@@ -218,7 +218,7 @@ PyMethodDef methods[] = {
     {"_strict_fp32", strict_fp32, METH_VARARGS,
      "Whether Auto holds aten's fp32 results to 1e-5 under cudnn.benchmark; with an argument, sets it."},
     {"_cudnn_search", cudnn_search, METH_VARARGS,
-     "How the engine's cuDNN path searches ('find', 'heuristic', 'graph'); with an argument, sets it."},
+     "How the engine's cuDNN path searches ('auto', 'find', 'heuristic', 'graph'); with an argument, sets it."},
     {"_build_info", build_info, METH_NOARGS, "What this build of the extension holds."},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "algos/registry.h"
 #include "geometry/index_math.h"
@@ -593,8 +594,9 @@ auto engine_call(const ConvDesc& d, Pass pass, F&& f) {
 // With a padding_mode other than zeros, aten runs the bordered problem: the input continued by
 // the border, convolved without padding, and the gradient of the bordered input folded back.
 // Within F.pad's limits (reflect: padding below the extent; circular: up to it; replicate: any)
-// through aten's own pad and its backward, what F.pad and its autograd run; beyond them (where
-// the engine mirrors or wraps again) by an index_select and an index_add over the border's map.
+// the input is bordered by aten's own pad, beyond them (where the engine mirrors or wraps again)
+// by an index_select over the border's map; the gradient is folded back by axis_fold, in a fixed
+// order.
 
 // The padding's storage for the bordered problem's parameters.
 constexpr std::array<int64_t, 2> kNoPadding{0, 0};
@@ -654,21 +656,35 @@ at::Tensor bordered(const at::Tensor& x, const ConvParams& p) {
 }
 
 // The adjoint of bordering axis `dim` (extent n) by `pad` on each side: each bordered
-// position's gradient added to the element it holds. Written with slices, flips, sums and (beyond
-// one extent) a 0/1 matrix product, not scatters: atomics would make the sums' order, and so
-// the result's last bits, differ from run to run on the GPU (which gradcheck catches in float64).
+// position's gradient added to the element it holds. Written with slices, flips and sums, not
+// scatters: atomics would make the sums' order, and so the result's last bits, differ from run to
+// run on the GPU (which gradcheck catches in float64); nor a matrix product, which TF32 matmuls
+// would round and deterministic mode would refuse without a cuBLAS workspace setting.
 at::Tensor axis_fold(const at::Tensor& g, int64_t dim, int64_t n, int64_t pad, Border b) {
   if (pad == 0) return g;
   const bool within = b == Border::kReplicate || (b == Border::kReflect ? pad < n : pad <= n);
   if (!within) {
-    // Mirrored or wrapped more than once, n <= pad: the (n + 2 pad) x n matrix whose rows are
-    // one-hot at the element each position holds. Summed in fp32 for half types.
-    const at::Tensor idx = border_axis(n, pad, b, g.options().dtype(at::kLong));
+    // Mirrored or wrapped more than once (n <= pad): the positions' indices repeat with period
+    // P (2 (n - 1) mirrored, n wrapped); position i (from -pad) is residue (i mod P) of it.
+    // The axis, shifted so that residues fall into columns and padded to whole periods, summed
+    // over periods (in fp32 for half types), then one period folded: residue r < n holds r,
+    // r >= n (mirrored) holds P - r.
     const at::ScalarType acc =
         at::isReducedFloatingType(g.scalar_type()) ? at::kFloat : g.scalar_type();
-    const at::Tensor onehot =
-        idx.unsqueeze(1).eq(at::arange(n, idx.options()).unsqueeze(0)).to(acc);
-    return g.to(acc).movedim(dim, -1).matmul(onehot).movedim(-1, dim).to(g.scalar_type());
+    const int64_t period = b == Border::kReflect ? 2 * (n - 1) : n;
+    if (period == 0) return g.to(acc).sum(dim, true).to(g.scalar_type());  // n == 1 mirrored
+    const int64_t length = n + 2 * pad;
+    const int64_t front = (period - pad % period) % period;
+    const int64_t periods = (front + length + period - 1) / period;
+    const at::Tensor last = g.to(acc).movedim(dim, -1);
+    std::vector<int64_t> shape(last.sizes().begin(), last.sizes().end() - 1);
+    shape.push_back(periods);
+    shape.push_back(period);
+    const at::Tensor residues =
+        at::constant_pad_nd(last, {front, periods * period - front - length}).view(shape).sum(-2);
+    at::Tensor out = residues.narrow(-1, 0, n).clone();
+    if (period > n) out.narrow(-1, 1, n - 2).add_(residues.narrow(-1, n, n - 2).flip(-1));
+    return out.movedim(-1, dim).to(g.scalar_type()).contiguous();
   }
   at::Tensor out = g.narrow(dim, pad, n).clone();
   switch (b) {

@@ -34,7 +34,7 @@ void set_strict_fp32(bool on);
 
 /// fftconv.backends.cudnn_search: how the engine's own cuDNN path (algo="cudnn", and Auto's
 /// fallback where strict_fp32 moves a plan off aten) picks its algorithm: Options::cudnn_search,
-/// "find" by default. Read when a plan is made, as strict_fp32.
+/// "auto" by default. Read when a plan is made, as strict_fp32.
 CudnnSearch cudnn_search();
 void set_cudnn_search(CudnnSearch s);
 

@@ -9,7 +9,13 @@ namespace {
 
 fftconv_conv_desc_t landmark() {
   fftconv_conv_desc_t d = fftconv_conv_desc_default();
-  d.n = 64; d.h = 96; d.w = 96; d.r = 45; d.s = 45; d.pad_h = 22; d.pad_w = 22;
+  d.n = 64;
+  d.h = 96;
+  d.w = 96;
+  d.r = 45;
+  d.s = 45;
+  d.pad_h = 22;
+  d.pad_w = 22;
   return d;
 }
 
@@ -85,9 +91,9 @@ TEST(CApi, NullPlanIsHandled) {
             FFTCONV_STATUS_NULL_POINTER);
   EXPECT_EQ(fftconv_backward_data(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr),
             FFTCONV_STATUS_NULL_POINTER);
-  EXPECT_EQ(fftconv_backward_filter(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr, 1.0f,
-                                    0.0f),
-            FFTCONV_STATUS_NULL_POINTER);
+  EXPECT_EQ(
+      fftconv_backward_filter(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr, 1.0f, 0.0f),
+      FFTCONV_STATUS_NULL_POINTER);
   EXPECT_EQ(fftconv_plan_destroy(nullptr), FFTCONV_STATUS_SUCCESS);
   EXPECT_STREQ(fftconv_plan_describe(nullptr), "");
 }
@@ -129,13 +135,16 @@ TEST(CApi, OptionStringsAndEnumsAreChecked) {
   EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(plan, nullptr);
   o.tuning = FFTCONV_TUNING_HEURISTIC;
-  o.cudnn_search = 5;
+  o.cudnn_search = 4;  // one past the last (3, auto)
   EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(CppApi, PlanChecksDescriptorBeforeTheDevice) {
   fftconv::ConvDesc d;
-  d.h = 4; d.w = 4; d.r = 9; d.s = 1;
+  d.h = 4;
+  d.w = 4;
+  d.r = 9;
+  d.s = 1;
   try {
     fftconv::Plan plan(d);
     FAIL();

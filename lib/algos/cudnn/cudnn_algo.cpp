@@ -166,24 +166,35 @@ class CudnnAlgo final : public ConvAlgo {
     try {
       find_algo(strict, limit);
     } catch (const Error& e) {
-      if (e.status() != Status::kNotSupported) throw;
+      // As in build_graph: the other search may still serve the plan.
+      if (e.status() != Status::kNotSupported && e.status() != Status::kCudnnError &&
+          e.status() != Status::kOutOfMemory) {
+        throw;
+      }
       legacy_ = false;
       search_ = e.what();
     }
     build_graph(strict, limit);
     if (!graph_ && !legacy_) throw Error(Status::kNotSupported, search_ + "; " + graph_note_);
-    if (graph_ && legacy_ && legacy_ms_ <= graph_->ms()) {
-      char buf[200];
-      std::snprintf(buf, sizeof(buf),
-                    "graph API not used: its fastest engine, %s, took %.3f ms against %.3f ms",
-                    graph_->engine().c_str(), graph_->ms(), legacy_ms_);
-      graph_note_ = buf;
+    if (!graph_ || !legacy_) return;
+    char ms[64];
+    if (legacy_ms_ <= graph_->ms()) {
+      std::snprintf(ms, sizeof(ms), "%.3f ms against %.3f ms", graph_->ms(), legacy_ms_);
+      graph_note_ = "graph API not used: its fastest engine, " + graph_->engine() + ", took " + ms;
       graph_.reset();
+      return;
     }
-    if (graph_ && legacy_) {
-      char buf[96];
-      std::snprintf(buf, sizeof(buf), " (%.3f ms, slower than the graph engine)", legacy_ms_);
-      search_ += buf;
+    // The graph engine serves; the legacy algorithm runs only the calls it cannot take, so the
+    // legacy heuristic's choice takes that place, as under kGraph: find's fastest is often an
+    // FFT algorithm whose workspace every call would otherwise be given.
+    std::snprintf(ms, sizeof(ms), "%.3f ms", legacy_ms_);
+    const std::string found = search_ + " (" + ms + ", slower than the graph engine)";
+    try {
+      heuristic_algo(strict, limit);
+      search_ += "; " + found;
+    } catch (const Error& e) {
+      if (e.status() != Status::kNotSupported) throw;
+      search_ = found;  // find's algorithm stays
     }
   }
 
@@ -513,9 +524,9 @@ class CudnnAlgo final : public ConvAlgo {
   Pass pass_;
   const CudnnPassOps* ops_;
   CudnnDescs descs_;
-  std::unique_ptr<CudnnGraphPlan> graph_;  // CudnnSearch::kGraph
-  std::string graph_note_;                 // why a kGraph plan has no execution plan
-  bool legacy_ = true;                     // algo_ holds a legacy algorithm (kGraph: may not)
+  std::unique_ptr<CudnnGraphPlan> graph_;  // CudnnSearch::kGraph, or kAuto where faster
+  std::string graph_note_;                 // why a kGraph or kAuto plan has no execution plan
+  bool legacy_ = true;  // algo_ holds a legacy algorithm (kGraph, kAuto: may not)
   int algo_ = 0;
   float legacy_ms_ = 0.0f;  // algo_'s time in the search that chose it (heuristic: untimed)
   cudnnMathType_t math_ = CUDNN_FMA_MATH;

@@ -1,6 +1,7 @@
 // cuDNN's graph (backend) API for the cuDNN path: the operation graph of one convolution pass,
 // the engine configurations of cuDNN's heuristics, their timing, the plan-time fp32 check and the
-// execution plan a call runs (Options::cudnn_search = CudnnSearch::kGraph). Only built with
+// execution plan a call runs (Options::cudnn_search = CudnnSearch::kGraph, and kAuto where its
+// engine beats the legacy search's algorithm). Only built with
 // FFTCONV_WITH_CUDNN.
 #pragma once
 
