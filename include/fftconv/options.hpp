@@ -73,11 +73,11 @@ enum class CudnnSearch : int {
   /// the legacy API's heuristic choice, kept by the same plan.
   kGraph = 2,
   /// Both: kFind's fastest legacy algorithm and kGraph's fastest engine, each timed at plan
-  /// time; the faster serves the plan (the legacy one also runs the calls the execution plan does
-  /// not take). Neither search alone wins everywhere on the H200: the graph engines took 0.72x
-  /// the legacy time in fp16 on the small-kernel parity set, but up to 2.6x in strict fp32,
-  /// where legacy FFT and Winograd-free algorithms win (data/results/h200/2026-12-05-direct).
-  /// The default; its plans take the two searches' time.
+  /// time; the faster serves the plan (where the graph engine does, the calls its execution plan
+  /// does not take run the legacy heuristic's algorithm, as under kGraph). Neither search alone
+  /// wins everywhere on the H200: the graph engines took 0.72x the legacy time in fp16 on the
+  /// small-kernel parity set, but up to 2.6x in strict fp32, where the legacy FFT algorithms win
+  /// (data/results/h200/2026-12-05-direct). The default; its plans take the two searches' time.
   kAuto = 3,
 };
 
