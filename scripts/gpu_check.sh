@@ -51,9 +51,10 @@
 # bench/borders.csv, every pass with random filters and the forward pass with kept Gaussians:
 # borders-*.txt, borders*.json; FFTCONV_BORDERS_ARGS appended to the benchmark's; not by default),
 # cudnn (the cuDNN path through the graph API against the legacy search: its GPU tests, then
-# fftconv-bench --algo cudnn with --cudnn-search find and graph on FFTCONV_CUDNN_SHAPES, default
-# bench/parity_small.csv and the suite's seed1 rows, every pass: engine, cold and host times,
-# cudnn-find.json, cudnn-graph.json; FFTCONV_CUDNN_ARGS appended; not by default), direct (the
+# fftconv-bench --algo cudnn with each --cudnn-search of FFTCONV_CUDNN_SEARCHES (default "find
+# graph auto") on FFTCONV_CUDNN_SHAPES, default bench/parity_small.csv and the suite's seed1 rows,
+# every pass: engine, cold and host times, cudnn-<search>.json; FFTCONV_CUDNN_ARGS appended;
+# not by default), direct (the
 # direct path: its GPU tests, then fftconv-bench --verify on the suite's small rows,
 # every pass, with --algo direct, fft and auto: direct-*.txt, direct-*.json;
 # FFTCONV_DIRECT_ARGS appended; not by default).
@@ -420,7 +421,7 @@ if step cudnn; then
   if [ -z "${FFTCONV_CUDNN_SHAPES:-}" ]; then
     { cat bench/parity_small.csv; grep '^seed1_' data/shapes/suite.csv | cut -d, -f1-16; } >"$cudnn_rows"
   fi
-  for search in find graph; do
+  for search in ${FFTCONV_CUDNN_SEARCHES:-find graph auto}; do
     # shellcheck disable=SC2086
     limited cudnn "$BUILD/apps/fftconv-bench" --shapes "${FFTCONV_CUDNN_SHAPES:-$cudnn_rows}" \
       --algo cudnn --cudnn-search "$search" --pass fwd,dgrad,wgrad --no-cudnn --verify \
