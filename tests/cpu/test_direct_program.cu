@@ -101,13 +101,19 @@ std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
   return dw;
 }
 
-TEST(DirectProgram, BackwardFilterMatchesOracle) {
-  std::mt19937_64 gen(4343);
+// The random descriptors of the emulation tests: wide padding, small enough to emulate.
+testing::RandomDescOptions random_options() {
   testing::RandomDescOptions o;
   o.wide_padding = true;
   o.max_extent = 40;
   o.max_kernel = 13;
   o.max_macs = 4e6;
+  return o;
+}
+
+TEST(DirectProgram, BackwardFilterMatchesOracle) {
+  std::mt19937_64 gen(4343);
+  const testing::RandomDescOptions o = random_options();
   double worst = 0.0;
   for (int i = 0; i < 80; ++i) {
     const ConvDesc d = testing::random_desc(gen, o);
@@ -137,11 +143,7 @@ TEST(DirectProgram, BackwardFilterMatchesOracle) {
 // Random descriptors (groups, stride, dilation, wide padding), both passes, every tile width.
 TEST(DirectProgram, MatchesOracle) {
   std::mt19937_64 gen(4242);
-  testing::RandomDescOptions o;
-  o.wide_padding = true;
-  o.max_extent = 40;
-  o.max_kernel = 13;
-  o.max_macs = 4e6;
+  const testing::RandomDescOptions o = random_options();
   int cases = 0;
   double worst = 0.0;
   for (int i = 0; i < 120; ++i) {
