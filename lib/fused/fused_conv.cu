@@ -35,23 +35,6 @@ struct DeviceExec {
   }
 };
 
-// Element i of a tensor of this dtype, as a float (the dtype is uniform: the branch is too).
-__device__ __forceinline__ float load_element(const void* p, DType dtype, std::int64_t i) {
-  switch (dtype) {
-    case DType::kF16: return to_float(static_cast<const __half*>(p)[i]);
-    case DType::kBF16: return to_float(static_cast<const __nv_bfloat16*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-
-__device__ __forceinline__ void store_element(void* p, DType dtype, std::int64_t i, float v) {
-  switch (dtype) {
-    case DType::kF16: static_cast<__half*>(p)[i] = from_float<__half>(v); break;
-    case DType::kBF16: static_cast<__nv_bfloat16*>(p)[i] = from_float<__nv_bfloat16>(v); break;
-    default: static_cast<float*>(p)[i] = v; break;
-  }
-}
-
 // Stages one source column of a plane (fused_program.cuh, stage_source): fp32 by cp.async, every
 // row's copy in flight at once (zero-filled where the column is padding); fp16 and bf16 by
 // loads in batches of 16, converted when the batch has arrived.

@@ -53,19 +53,6 @@ struct Line {
   float2 v[N];
 };
 
-/// Calls fn(std::integral_constant<int, I>) for I in [Begin, End): indices that templates (the
-/// twiddle factors) can take.
-// Host-device code that calls the caller's callables (device lambdas in the kernels, host
-// ones in the emulation).
-#pragma nv_exec_check_disable
-template <int Begin, int End, class Fn>
-FFTCONV_DFT_HD void static_for(Fn&& fn) {
-  if constexpr (Begin < End) {
-    fn(std::integral_constant<int, Begin>{});
-    static_for<Begin + 1, End>(fn);
-  }
-}
-
 // ---- stage ---------------------------------------------------------------------------------------
 
 /// Source rows the FFT plane can hold: a placement puts row i at or below row i of the plane.

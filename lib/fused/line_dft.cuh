@@ -10,6 +10,7 @@
 // kernels with it (tests/cpu/test_fused_program.cu).
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 #include <cuda_runtime.h>  // float2, make_float2 (host and device)
@@ -68,6 +69,19 @@ FFTCONV_DFT_HD constexpr SinCos sincos_turn(double t) {
   }
   const SinCos r = taylor_sincos(6.283185307179586476925286766559 * t);
   return swap ? SinCos{s_sign * r.c, c_sign * r.s} : SinCos{s_sign * r.s, c_sign * r.c};
+}
+
+/// Calls fn(std::integral_constant<int, I>) for I in [Begin, End): indices that templates (the
+/// twiddle factors) can take.
+// Host-device code that calls the caller's callables (device lambdas in the kernels, host
+// ones in the emulation).
+#pragma nv_exec_check_disable
+template <int Begin, int End, class Fn>
+FFTCONV_DFT_HD void static_for(Fn&& fn) {
+  if constexpr (Begin < End) {
+    fn(std::integral_constant<int, Begin>{});
+    static_for<Begin + 1, End>(fn);
+  }
 }
 
 // ---- complex helpers ----------------------------------------------------------------------------

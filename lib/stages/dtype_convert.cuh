@@ -4,6 +4,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+
+#include "fftconv/conv_desc.hpp"  // DType
+
 namespace fftconv::detail {
 
 __device__ __forceinline__ float to_float(float v) { return v; }
@@ -63,6 +67,23 @@ __device__ __forceinline__ float raw_to_float<__half>(unsigned v) {
 template <>
 __device__ __forceinline__ float raw_to_float<__nv_bfloat16>(unsigned v) {
   return __uint_as_float(v << 16);  // bf16 is fp32's upper half
+}
+
+// Element i of a tensor of this dtype, as a float (the dtype is uniform: the branch is too).
+__device__ __forceinline__ float load_element(const void* p, DType dtype, std::int64_t i) {
+  switch (dtype) {
+    case DType::kF16: return to_float(static_cast<const __half*>(p)[i]);
+    case DType::kBF16: return to_float(static_cast<const __nv_bfloat16*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+__device__ __forceinline__ void store_element(void* p, DType dtype, std::int64_t i, float v) {
+  switch (dtype) {
+    case DType::kF16: static_cast<__half*>(p)[i] = from_float<__half>(v); break;
+    case DType::kBF16: static_cast<__nv_bfloat16*>(p)[i] = from_float<__nv_bfloat16>(v); break;
+    default: static_cast<float*>(p)[i] = v; break;
+  }
 }
 
 }  // namespace fftconv::detail

@@ -14,12 +14,6 @@ namespace fftconv::detail {
 
 namespace {
 
-// A segment's divisions: destination plane -> image, tile, channel (TileMap) and the steps.
-struct SegmentDividers {
-  IntDivider per_image, inner, tiles_w;  ///< tiles * inner, inner, tiles_w
-  IntDivider step_h, step_w;
-};
-
 struct PadParams {
   PadSegment seg[kMaxPadSegments];
   SegmentDividers div[kMaxPadSegments];
@@ -294,6 +288,25 @@ void clip_typed(const ClipParams& c, unsigned grid, int chunk, cudaStream_t stre
 
 }  // namespace
 
+SegmentDividers segment_dividers(const PadSegment& seg, const FftGeometry& g) {
+  // Offsets of the last tile are the lowest; t - off stays below 2^31 for every t < fft.
+  const Placement& pl = seg.place;
+  const TileMap& m = seg.map;
+  const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
+  const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
+  FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) && fits_index(pl.src_h * pl.src_w) &&
+                     pl.step_h >= 1 && pl.step_w >= 1 && fits_index(pl.step_h) &&
+                     fits_index(pl.step_w) && fits_int(pl.off_h) && fits_int(pl.off_w) &&
+                     fits_int(low_h) && fits_int(low_w) && fits_index(g.fft_h - low_h) &&
+                     fits_index(g.fft_w - low_w),
+                 "pad placement too large for 32-bit plane indices");
+  FFTCONV_ASSERT(m.inner >= 1 && m.tiles_h >= 1 && m.tiles_w >= 1 &&
+                     fits_index(m.tiles_h * m.tiles_w * m.inner),
+                 "pad tile map out of range");
+  return SegmentDividers{divider(m.tiles_h * m.tiles_w * m.inner), divider(m.inner),
+                         divider(m.tiles_w), divider(pl.step_h), divider(pl.step_w)};
+}
+
 void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeometry& g,
                 cudaStream_t stream) {
   FFTCONV_ASSERT(count >= 1 && count <= kMaxPadSegments, "pad segment count out of range");
@@ -301,23 +314,8 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   PadParams p{};
   std::int64_t max_planes = 0, total_planes = 0;
   for (int i = 0; i < count; ++i) {
-    // Offsets of the last tile are the lowest; t - off stays below 2^31 for every t < fft.
-    const Placement& pl = segments[i].place;
-    const TileMap& m = segments[i].map;
-    const std::int64_t low_h = pl.off_h - (m.tiles_h - 1) * m.step_h;
-    const std::int64_t low_w = pl.off_w - (m.tiles_w - 1) * m.step_w;
-    FFTCONV_ASSERT(fits_index(pl.src_h) && fits_index(pl.src_w) &&
-                       fits_index(pl.src_h * pl.src_w) && pl.step_h >= 1 && pl.step_w >= 1 &&
-                       fits_index(pl.step_h) && fits_index(pl.step_w) && fits_int(pl.off_h) &&
-                       fits_int(pl.off_w) && fits_int(low_h) && fits_int(low_w) &&
-                       fits_index(g.fft_h - low_h) && fits_index(g.fft_w - low_w),
-                   "pad placement too large for 32-bit plane indices");
-    FFTCONV_ASSERT(m.inner >= 1 && m.tiles_h >= 1 && m.tiles_w >= 1 &&
-                       fits_index(m.tiles_h * m.tiles_w * m.inner),
-                   "pad tile map out of range");
     p.seg[i] = segments[i];
-    p.div[i] = SegmentDividers{divider(m.tiles_h * m.tiles_w * m.inner), divider(m.inner),
-                               divider(m.tiles_w), divider(pl.step_h), divider(pl.step_w)};
+    p.div[i] = segment_dividers(segments[i], g);
     max_planes = std::max(max_planes, segments[i].planes);
     total_planes += segments[i].planes;
   }
@@ -348,9 +346,8 @@ void launch_pad(const PadSegment* segments, int count, DType dtype, const FftGeo
   FFTCONV_CHECK_LAUNCH();
 }
 
-void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream) {
+void check_clip_args(const ClipArgs& args, const FftGeometry& g) {
   FFTCONV_ASSERT(args.out_h * args.out_w < (std::int64_t{1} << 31), "output plane too large");
-  if (args.planes == 0 || args.out_h == 0 || args.out_w == 0) return;
   FFTCONV_ASSERT(g.tile_out_h >= 1 && g.tile_out_w >= 1, "clip window without outputs");
   FFTCONV_ASSERT(args.beta == 0.0f || args.bias == nullptr,
                  "the clip adds a bias only where it does not accumulate (beta = 0)");
@@ -363,6 +360,12 @@ void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaSt
                      fits_index(g.fft_w) && g.pitch >= 1 &&
                      g.fft_h * g.pitch < (std::int64_t{1} << 32),
                  "clip window too large for 32-bit plane indices");
+  FFTCONV_ASSERT(args.k >= 1 && fits_index(args.k), "clip filter count out of range");
+}
+
+void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream) {
+  if (args.planes == 0 || args.out_h == 0 || args.out_w == 0) return;
+  check_clip_args(args, g);
   const ClipWindow win{static_cast<int>(args.stride_h), static_cast<int>(args.stride_w),
                        static_cast<int>(args.off_h),    static_cast<int>(args.off_w),
                        static_cast<int>(g.fft_h),       static_cast<int>(g.fft_w)};

@@ -7,6 +7,7 @@
 
 #include "fftconv/conv_desc.hpp"
 #include "geometry/fft_geometry.h"
+#include "geometry/int_divider.h"
 
 namespace fftconv::detail {
 
@@ -18,6 +19,15 @@ struct PadSegment {
   Placement place;      ///< placement of tile 0; later tiles shift by TileMap's steps
   TileMap map;          ///< destination plane -> source plane and tile
 };
+
+/// A segment's divisions: destination plane -> image, tile, channel (TileMap) and the steps.
+struct SegmentDividers {
+  IntDivider per_image, inner, tiles_w;  ///< tiles * inner, inner, tiles_w
+  IntDivider step_h, step_w;
+};
+/// The dividers of a segment whose placement and tiles fit the stages' 32-bit indices inside a
+/// plane (asserted).
+SegmentDividers segment_dividers(const PadSegment& seg, const FftGeometry& g);
 
 /// Writes every element of every destination plane (zeros outside the placed source), for up to
 /// kMaxPadSegments segments in one launch.
@@ -46,6 +56,8 @@ struct ClipArgs {
   float scale;
   float beta = 0.0f;
 };
+/// Asserts that the window, the tiles and the planes fit the clip's 32-bit indices.
+void check_clip_args(const ClipArgs& args, const FftGeometry& g);
 /// `dtype` is the type of y (and bias).
 void launch_clip(const ClipArgs& args, DType dtype, const FftGeometry& g, cudaStream_t stream);
 
