@@ -55,7 +55,7 @@ class Options(ctypes.Structure):
                 ("cudnn_algo", ctypes.c_char_p), ("cudnn_search", ctypes.c_int),
                 ("check_pointers", ctypes.c_int), ("kept_separable", ctypes.c_int),
                 ("graph_replay", ctypes.c_int),
-                ("fft_callbacks", ctypes.c_int)]
+                ("fft_callbacks", ctypes.c_int), ("own_fft", ctypes.c_int)]
 
 
 def rows(path, pattern):

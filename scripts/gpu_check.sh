@@ -57,7 +57,10 @@
 # not by default), direct (the
 # direct path: its GPU tests, then fftconv-bench --verify on the suite's small rows,
 # every pass, with --algo direct, fft and auto: direct-*.txt, direct-*.json;
-# FFTCONV_DIRECT_ARGS appended; not by default).
+# FFTCONV_DIRECT_ARGS appended; not by default), ownfft (the FFT path's own plane kernels,
+# Options::own_fft: their GPU tests and racecheck, then the suite rows they cover with --algo
+# fft, every pass, with and without --own-fft, and --stages: ownfft-*.txt, ownfft-*.json;
+# FFTCONV_OWNFFT_ARGS appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_BUILD_TARGETS (what the build step builds, e.g. "fftconv_gpu_tests
@@ -494,6 +497,34 @@ if step fused; then
       --verify --no-cudnn ${FFTCONV_FUSED_ARGS:-} --json "$OUT/fused-$algo.json" \
       >"$OUT/fused-$algo.txt" 2>&1 || status=1
     echo "== --algo $algo"; cat "$OUT/fused-$algo.txt"
+  done
+fi
+if step ownfft; then
+  # The own plane kernels (Options::own_fft) against pad + cuFFT + clip: their GPU tests,
+  # racecheck over their barriers, then the suite rows whose FFT sizes they take, every pass,
+  # full-image FFT with and without --own-fft (back-to-back, cold and host times), and the
+  # forward pass's --stages: ownfft-*.txt, ownfft-*.json; FFTCONV_OWNFFT_ARGS appended.
+  limited ownfft "$BUILD/tests/fftconv_gpu_tests" --gtest_filter='OwnFft*' \
+    >"$OUT/ownfft-tests.txt" 2>&1 || status=1
+  grep -E "OK \]|FAILED|PASSED|SKIPPED|Failure" "$OUT/ownfft-tests.txt" | head -20
+  san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+  limited ownfft "$san" --tool racecheck --error-exitcode 99 "$BUILD/tests/fftconv_gpu_tests" \
+    --gtest_filter='OwnFft.StagesMatchCufftAndTheClip' >"$OUT/ownfft-racecheck.txt" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY|PASSED|FAILED" "$OUT/ownfft-racecheck.txt" | head -5
+  own_rows="$OUT/ownfft-rows.csv"
+  grep -E "^(name|seed3_landmark_same|landmark_|multichannel_|replknet_|slak_|odd_rect|strided2|dilated2)" \
+    data/shapes/suite.csv >"$own_rows"
+  for mode in on off; do
+    flag=""
+    [ "$mode" = on ] && flag="--own-fft"
+    # shellcheck disable=SC2086
+    limited ownfft "$BUILD/apps/fftconv-bench" --shapes "$own_rows" --algo fft \
+      --pass fwd,dgrad,wgrad --verify --no-cudnn $flag ${FFTCONV_OWNFFT_ARGS:-} \
+      --json "$OUT/ownfft-$mode.json" >"$OUT/ownfft-$mode.txt" 2>&1 || status=1
+    # shellcheck disable=SC2086
+    limited ownfft "$BUILD/apps/fftconv-bench" --shapes "$own_rows" --algo fft --stages \
+      --no-cudnn $flag >"$OUT/ownfft-$mode-stages.txt" 2>&1 || status=1
+    echo "== own_fft $mode"; cat "$OUT/ownfft-$mode.txt"
   done
 fi
 echo "gpu_check status $status"

@@ -223,6 +223,10 @@ int parse_args(int argc, char** argv, Config& c) {
                "FFT path: pad in a cuFFT load callback as the r2c reads\n"
                "(Options::fft_callbacks) instead of in a pad kernel")
       ->group(kRun);
+  app.add_flag("--own-fft", c.own_fft,
+               "FFT paths: pad + r2c and c2r + clip in the own one-pass plane kernels\n"
+               "(Options::own_fft) instead of pad, cuFFT and clip")
+      ->group(kRun);
   app.add_flag("--shared-spectrum", c.shared_spectrum,
                "also time a training step's use of the filter spectrum (Plan::filter_spectrum):\n"
                "fwd: filter_spectrum + forward_with_spectrum; dgrad: backward_data_with_spectrum\n"
@@ -330,6 +334,7 @@ fftconv::Options engine_options(const Config& cfg, Pass pass) {
   engine.fft_w = cfg.fft_w;
   engine.check_pointers = cfg.check_pointers;
   engine.fft_callbacks = cfg.fft_callbacks;
+  engine.own_fft = cfg.own_fft;
   return engine;
 }
 

@@ -18,6 +18,7 @@ struct Config {
   bool cudnn = true;
   bool check_pointers = true;  ///< Options::check_pointers of the engine's plans
   bool fft_callbacks = false;  ///< Options::fft_callbacks of the engine's plans
+  bool own_fft = false;        ///< Options::own_fft of the engine's plans
   bool shared_spectrum = false;  ///< --shared-spectrum: also time fwd/dgrad with a shared spectrum
   std::string json_path;
   std::string filter;

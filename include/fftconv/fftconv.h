@@ -115,6 +115,8 @@ typedef struct fftconv_options {
                               graph (default 1); see fftconv::Options::graph_replay */
   int fft_callbacks;       /* GPU FFT plans: pad in a cuFFT load callback (default 0); see
                               fftconv::Options::fft_callbacks */
+  int own_fft;             /* GPU FFT plans: pad + r2c and c2r + clip in own one-pass kernels
+                              (default 0); see fftconv::Options::own_fft */
 } fftconv_options_t;
 
 typedef struct fftconv_plan* fftconv_plan_t;

@@ -162,6 +162,15 @@ struct Options {
   /// Where cuFFT cannot link the callback, or the operands' planes exceed 32-bit indices, the
   /// pad kernel runs. Off by default until measured on every suite row.
   bool fft_callbacks = false;
+  /// GPU plans of the FFT and tiled paths: transform each plane in one kernel of our own, the
+  /// zero-pad and the r2c in one, the c2r and the clip in another (one block per plane in shared
+  /// memory, mixed-radix passes of radix 2 to 16), instead of a pad kernel, cuFFT's r2c and c2r
+  /// (two or more passes over memory each for a 2-D plane) and a clip kernel. The spectra are
+  /// cuFFT's layout and scale, so kept and shared filter spectra work either way. FFT sizes
+  /// with a prime factor above 7, or planes over 100 KiB of shared memory, stay on cuFFT
+  /// (describe() says which). Takes precedence over fft_callbacks. Off by default until
+  /// measured on every suite row.
+  bool own_fft = false;
 };
 
 /// Time of one stage of a forward pass (Plan::profile_forward).

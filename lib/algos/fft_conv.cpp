@@ -75,14 +75,22 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
   runner_ = make_cgemm_runner(*choice.kernel);
   gemm_reason_ = choice.reason;
   FFTCONV_CUDA_CHECK(cudaGetDevice(&device_));
-  if (o.fft_callbacks) pad_reason_ = make_pad_callbacks();
-  // Without callbacks, and for calls whose tensors the callback plans cannot take.
-  r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
-  if (has_filter_input(pass_)) {
-    r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
-    r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.b);
+  if (o.own_fft) {
+    std::string why;
+    plane_fft_ = PlaneFft::make(g_, &why);
+    plane_reason_ =
+        plane_fft_ ? plane_fft_->describe() : "cuFFT, not the own plane kernels: " + why;
   }
-  c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_.out);
+  if (!plane_fft_) {
+    if (o.fft_callbacks) pad_reason_ = make_pad_callbacks();
+    // Without callbacks, and for calls whose tensors the callback plans cannot take.
+    r2c_all_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a + planes_.b);
+    if (has_filter_input(pass_)) {
+      r2c_a_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.a);
+      r2c_w_ = std::make_unique<CufftPlan2d>(FftDirection::kR2C, g_, planes_.b);
+    }
+    c2r_ = std::make_unique<CufftPlan2d>(FftDirection::kC2R, g_, planes_.out);
+  }
   const std::size_t plane = static_cast<std::size_t>(g_.bins) * 8;
   off_out_ = align_up(plane * (planes_.a + planes_.b));
   off_work_ = off_out_ + align_up(plane * planes_.out);
@@ -90,8 +98,7 @@ FftConvAlgo::FftConvAlgo(const ConvDesc& d, const Options& o, const FftGeometry&
     return plan ? plan->work_size() : std::size_t{0};
   };
   off_gemm_ = off_work_ + align_up(std::max({work(r2c_all_), work(r2c_a_), work(r2c_w_),
-                                             work(r2c_cb_a_), work(r2c_cb_b_),
-                                             c2r_->work_size()}));
+                                             work(r2c_cb_a_), work(r2c_cb_b_), work(c2r_)}));
   workspace_ = off_gemm_ + align_up(runner_->workspace_size(gemm_));
   if (workspace_ > o.workspace_limit) {
     throw Error(Status::kOutOfMemory, what(g_) + " needs a workspace of " +
@@ -187,7 +194,10 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   PadSegment segs[2];
   pad_segments(a, spec_in, segs);
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  if (r2c_cb_a_ && aligned(segs[0].src) && (!per_call_filter || aligned(segs[1].src))) {
+  if (plane_fft_) {
+    plane_fft_->forward(segs, per_call_filter ? 2 : 1, d_.dtype, g_, stream);
+    if (marks) marks->mark("pad+r2c", stream);
+  } else if (r2c_cb_a_ && aligned(segs[0].src) && (!per_call_filter || aligned(segs[1].src))) {
     if (marks) marks->mark("pad", stream);
     r2c_cb_a_->exec_from(segs[0].src, segs[0].dst, work, stream);
     if (per_call_filter) r2c_cb_b_->exec_from(segs[1].src, segs[1].dst, work, stream);
@@ -196,7 +206,7 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
     if (marks) marks->mark("pad", stream);
     (per_call_filter ? r2c_all_ : r2c_a_)->exec(spec_in, work, stream);
   }
-  if (marks) marks->mark("r2c", stream);
+  if (marks && !plane_fft_) marks->mark("r2c", stream);
   // 3. per-frequency GEMM of the pass (gemm_problem); m = image*tile in the forward pass.
   CgemmOperands ops;
   const auto* spec_a = reinterpret_cast<const float2*>(spec_in);
@@ -209,10 +219,8 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
   ops.c = reinterpret_cast<float2*>(spec_out);
   runner_->run(gemm_, ops, base + off_gemm_, stream);
   if (marks) marks->mark("gemm", stream);
-  // 4. c2r in place.
-  c2r_->exec(spec_out, work, stream);
-  if (marks) marks->mark("c2r", stream);
-  // 5. the window of the pass, 1/(Fh*Fw) scale, output dtype; forward: stride and bias;
+  // 4. c2r in place (below, or with the clip in the own plane kernel) and 5. the window of the
+  //    pass, 1/(Fh*Fw) scale, output dtype; forward: stride and bias;
   //    backward data: the input window (offset by the padding); backward filter: the taps of
   //    the dilated kernel, alpha and beta.
   ClipArgs clip;
@@ -258,6 +266,13 @@ void FftConvAlgo::run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) 
     clip_geometry.tile_out_h = clip.out_h;
     clip_geometry.tile_out_w = clip.out_w;
   }
+  if (plane_fft_) {
+    plane_fft_->inverse(clip, out_dtype_, clip_geometry, stream);
+    if (marks) marks->mark("c2r+clip", stream);
+    return;
+  }
+  c2r_->exec(spec_out, work, stream);
+  if (marks) marks->mark("c2r", stream);
   launch_clip(clip, out_dtype_, clip_geometry, stream);
   if (marks) marks->mark("clip", stream);
 }
@@ -274,9 +289,8 @@ std::string FftConvAlgo::filter_spectrum_layout() const {
   if (!has_filter_input(pass_)) return {};
   // The device too: plans on two GPUs never read each other's memory.
   return "gpu" + std::to_string(device_) + " " + dtype_name(d_.dtype) + " k" +
-         std::to_string(d_.k) + " c" +
-         std::to_string(d_.c_per_group()) + " r" + std::to_string(d_.r) + "s" +
-         std::to_string(d_.s) + " d" + std::to_string(d_.dil_h) + "x" +
+         std::to_string(d_.k) + " c" + std::to_string(d_.c_per_group()) + " r" +
+         std::to_string(d_.r) + "s" + std::to_string(d_.s) + " d" + std::to_string(d_.dil_h) + "x" +
          std::to_string(d_.dil_w) + " fft " + size_text(g_);
 }
 
@@ -284,6 +298,10 @@ void FftConvAlgo::transform_filter(const void* w, float* spectrum, void* work,
                                    cudaStream_t stream) const {
   const PadSegment seg{w, spectrum, planes_.b, Placement{d_.r, d_.s, 0, 0, d_.dil_h, d_.dil_w},
                        TileMap{}};
+  if (plane_fft_) {
+    plane_fft_->forward(&seg, 1, d_.dtype, g_, stream);
+    return;
+  }
   launch_pad(&seg, 1, d_.dtype, g_, stream);
   r2c_w_->exec(spectrum, work, stream);
 }
@@ -291,8 +309,8 @@ void FftConvAlgo::transform_filter(const void* w, float* spectrum, void* work,
 void FftConvAlgo::filter_spectrum(const void* w, void* spectrum, void* workspace,
                                   cudaStream_t stream) {
   FFTCONV_ASSERT(has_filter_input(pass_), "filter_spectrum on a backward-filter plan");
-  transform_filter(w, static_cast<float*>(spectrum), static_cast<unsigned char*>(workspace) + off_work_,
-                   stream);
+  transform_filter(w, static_cast<float*>(spectrum),
+                   static_cast<unsigned char*>(workspace) + off_work_, stream);
 }
 
 void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
@@ -302,15 +320,16 @@ void FftConvAlgo::set_filter(const void* w, cudaStream_t stream) {
   }
   if (!kept_) {
     const std::size_t bytes = static_cast<std::size_t>(planes_.b) * g_.bins * 8;
+    const std::size_t work_bytes = r2c_w_ ? r2c_w_->work_size() : 0;
     try {
       DeviceBuffer kept(bytes);
-      DeviceBuffer work(r2c_w_->work_size());
+      DeviceBuffer work(work_bytes);
       kept_ = std::move(kept);
       kept_work_ = std::move(work);
     } catch (const Error& e) {
       throw Error(e.status(), "set_filter: keeping the filter spectrum needs " +
                                   std::to_string(bytes) + " bytes (" + mib(bytes) + ") and " +
-                                  std::to_string(r2c_w_->work_size()) +
+                                  std::to_string(work_bytes) +
                                   " bytes of cuFFT scratch: " + e.what());
     }
   }
@@ -392,7 +411,8 @@ void FftConvAlgo::fill_info(PlanInfo& info) const {
   info.gemm_flops = gemm_.flops();
   info.gemm_min_bytes = gemm_.min_bytes();
   info.workspace_bytes = workspace_;
-  info.reason = gemm_reason_ + (pad_reason_.empty() ? "" : "; " + pad_reason_);
+  info.reason = gemm_reason_ + (pad_reason_.empty() ? "" : "; " + pad_reason_) +
+                (plane_reason_.empty() ? "" : "; " + plane_reason_);
 }
 
 }  // namespace fftconv::detail

@@ -8,6 +8,7 @@
 #include "algos/algo.h"
 #include "core/device_buffer.h"
 #include "fft/cufft_plan.h"
+#include "fft/plane_fft.h"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
 #include "stages/stages.h"
@@ -72,7 +73,10 @@ class FftConvAlgo final : public ConvAlgo {
   // r2c over both operand segments (per-call filter), over segment a only (kept or shared
   // filter spectrum), over the filter planes only (set_filter, filter_spectrum), and the c2r of
   // the result planes.
+  // None with the own plane kernels (Options::own_fft), which replace pad, r2c, c2r and clip.
   std::unique_ptr<CufftPlan2d> r2c_all_, r2c_a_, r2c_w_, c2r_;
+  std::unique_ptr<PlaneFft> plane_fft_;
+  std::string plane_reason_;  // how the planes are transformed, for describe()
   // Options::fft_callbacks: the callbacks' parameters (two PadLoadInfo; declared first, so that
   // they outlive the plans), an r2c per operand segment that pads as it reads (null without),
   // and how this plan pads, for describe(). Calls whose tensors are not 16-byte aligned (cuFFT

@@ -120,6 +120,7 @@ fftconv_options_t fftconv_options_default(void) {
   o.kept_separable = 1;
   o.graph_replay = 1;
   o.fft_callbacks = 0;
+  o.own_fft = 0;
   return o;
 }
 
@@ -167,6 +168,7 @@ fftconv_status_t fftconv_plan_create(fftconv_plan_t* plan, const fftconv_conv_de
       o.kept_separable = options->kept_separable != 0;
       o.graph_replay = options->graph_replay != 0;
       o.fft_callbacks = options->fft_callbacks != 0;
+      o.own_fft = options->own_fft != 0;
     }
     auto* p = new fftconv_plan{fftconv::Plan(to_cpp(*desc), o), std::string()};
     p->description = p->plan.describe();

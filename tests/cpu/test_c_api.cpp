@@ -126,6 +126,7 @@ TEST(CApi, OptionStringsAndEnumsAreChecked) {
   EXPECT_EQ(o.kept_separable, 1);
   EXPECT_EQ(o.graph_replay, 1);
   EXPECT_EQ(o.fft_callbacks, 0);
+  EXPECT_EQ(o.own_fft, 0);
   fftconv_plan_t plan = nullptr;
   o.gemm_kernel = "regtile_99x99";  // not a tiling: rejected before any device is needed
   EXPECT_EQ(fftconv_plan_create(&plan, &d, &o), FFTCONV_STATUS_INVALID_ARGUMENT);
