@@ -117,6 +117,13 @@ PyObject* strict_fp32(PyObject*, PyObject* args) {
   return PyBool_FromLong(fftconv::torch_ext::strict_fp32() ? 1 : 0);
 }
 
+PyObject* own_fft(PyObject*, PyObject* args) {
+  int on = -1;
+  if (!PyArg_ParseTuple(args, "|p", &on)) return nullptr;
+  if (on >= 0) fftconv::torch_ext::set_own_fft(on != 0);
+  return PyBool_FromLong(fftconv::torch_ext::own_fft() ? 1 : 0);
+}
+
 PyObject* cudnn_search(PyObject*, PyObject* args) {
   const char* name = nullptr;
   if (!PyArg_ParseTuple(args, "|s", &name)) return nullptr;
@@ -219,6 +226,8 @@ PyMethodDef methods[] = {
      "Whether Auto holds aten's fp32 results to 1e-5 under cudnn.benchmark; with an argument, sets it."},
     {"_cudnn_search", cudnn_search, METH_VARARGS,
      "How the engine's cuDNN path searches ('auto', 'find', 'heuristic', 'graph'); with an argument, sets it."},
+    {"_own_fft", own_fft, METH_VARARGS,
+     "Whether FFT plans use the own one-pass plane kernels; with an argument, sets it."},
     {"_build_info", build_info, METH_NOARGS, "What this build of the extension holds."},
     {nullptr, nullptr, 0, nullptr}};
 

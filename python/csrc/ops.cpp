@@ -156,6 +156,7 @@ constexpr double kFp32Tolerance = 1e-5;
 
 std::atomic<bool> g_strict_fp32{true};
 std::atomic<int> g_cudnn_search{static_cast<int>(CudnnSearch::kAuto)};
+std::atomic<bool> g_own_fft{false};
 
 std::string estimate_text(const detail::RankedAlgo& own, const detail::RankedAlgo& cudnn) {
   return std::string("estimates: ") + algo_name(own.algo) + " " + detail::us_text(own.us) +
@@ -169,6 +170,7 @@ Options entry_options(Pass pass, Algo algo, Backend backend) {
   o.backend = backend;
   o.check_pointers = false;  // torch has checked the tensors' devices
   o.cudnn_search = cudnn_search();
+  o.own_fft = own_fft();
   return o;
 }
 
@@ -806,6 +808,8 @@ CudnnSearch cudnn_search() {
 void set_cudnn_search(CudnnSearch s) {
   g_cudnn_search.store(static_cast<int>(s), std::memory_order_relaxed);
 }
+bool own_fft() { return g_own_fft.load(std::memory_order_relaxed); }
+void set_own_fft(bool on) { g_own_fft.store(on, std::memory_order_relaxed); }
 
 // ---- kernels -----------------------------------------------------------------------------------
 

@@ -38,4 +38,10 @@ void set_strict_fp32(bool on);
 CudnnSearch cudnn_search();
 void set_cudnn_search(CudnnSearch s);
 
+/// fftconv.backends.own_fft: whether the engine's FFT plans transform their planes with the own
+/// one-pass kernels (Options::own_fft) instead of pad + cuFFT + clip (default false). Read when
+/// a plan is made, as strict_fp32.
+bool own_fft();
+void set_own_fft(bool on);
+
 }  // namespace fftconv::torch_ext

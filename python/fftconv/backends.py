@@ -35,6 +35,12 @@ every engine of the fp32 path checked against float64 at plan time, one
 ``cudnnBackendExecute`` per call; see ``fftconv::CudnnSearch::kGraph``) or ``"heuristic"``.
 Read when a plan is made, as strict_fp32.
 
+``fftconv.backends.own_fft`` (default ``False``): whether the engine's FFT plans zero-pad and
+transform each plane in one kernel of their own, and invert and clip it in another, instead of a
+pad kernel, cuFFT's transforms and a clip kernel (``fftconv::Options::own_fft``; FFT sizes the
+kernels do not take stay on cuFFT, and ``plan_cache.describe()`` says which). Read when a plan is
+made, as strict_fp32.
+
 ``fftconv.backends.filter_spectra``: in a training step (input and weight both require grad,
 grad mode on) the forward call of an FFT plan computes the weight's spectrum once, into memory of
 PyTorch's allocator held by the call's autograd node, and that node's backward-data call reads it
@@ -134,8 +140,8 @@ class FilterSpectra:
 
 
 class _BackendsModule(types.ModuleType):
-    """This module, with ``strict_fp32`` and ``cudnn_search`` as properties (as torch.backends'
-    switches)."""
+    """This module, with ``strict_fp32``, ``cudnn_search`` and ``own_fft`` as properties (as
+    torch.backends' switches)."""
 
     @property
     def strict_fp32(self):
@@ -144,6 +150,14 @@ class _BackendsModule(types.ModuleType):
     @strict_fp32.setter
     def strict_fp32(self, on):
         _C._strict_fp32(bool(on))
+
+    @property
+    def own_fft(self):
+        return _C._own_fft()
+
+    @own_fft.setter
+    def own_fft(self, on):
+        _C._own_fft(bool(on))
 
     @property
     def cudnn_search(self):

@@ -183,6 +183,48 @@ def test_cudnn_search_switch():
         fftconv.backends.cudnn_search = "auto"
 
 
+def test_own_fft_switch():
+    assert fftconv.backends.own_fft is False
+    try:
+        fftconv.backends.own_fft = True
+        assert fftconv.backends.own_fft is True
+    finally:
+        fftconv.backends.own_fft = False
+    assert fftconv.backends.own_fft is False
+
+
+@needs_cuda
+@pytest.mark.parametrize("pass_", ["fwd", "dgrad", "wgrad"])
+def test_own_fft_matches_float64(pass_):
+    # The FFT path with the own plane kernels, every pass, against float64; the plan says so.
+    c = fftconv.backends.plan_cache
+    torch.manual_seed(6)
+    x = torch.randn(2, 8, 40, 36, device="cuda")
+    w = torch.randn(4, 8, 17, 13, device="cuda")
+    dy = torch.randn(2, 4, 40, 36, device="cuda")
+    pad = [8, 6]
+    try:
+        fftconv.backends.own_fft = True
+        c.clear()
+        if pass_ == "fwd":
+            got = fftconv.conv2d(x, w, padding=pad, algo="fft")
+            want = F.conv2d(x.double(), w.double(), padding=pad)
+        elif pass_ == "dgrad":
+            got = torch.ops.fftconv.conv2d_input_grad(dy, w, list(x.shape), [1, 1], pad,
+                                                      [1, 1], 1, "fft")
+            want = torch.nn.grad.conv2d_input(x.shape, w.double(), dy.double(), padding=pad)
+        else:
+            got = torch.ops.fftconv.conv2d_weight_grad(dy, x, list(w.shape), [1, 1], pad,
+                                                       [1, 1], 1, "fft")
+            want = torch.nn.grad.conv2d_weight(x.double(), w.shape, dy.double(), padding=pad)
+        assert rel_l2(got, want) <= TOL[torch.float32]
+        (line,) = c.describe()
+        assert "own plane kernels" in line and "not the own" not in line, line
+    finally:
+        fftconv.backends.own_fft = False
+        c.clear()
+
+
 @needs_cuda
 @pytest.mark.parametrize("pass_", ["fwd", "dgrad", "wgrad"])
 def test_cudnn_graph_search_matches_float64(pass_):
