@@ -140,8 +140,9 @@ TEST(OwnFft, StagesMatchCufftAndTheClip) {
     detail::FftGeometry g;
     if (i % 3 == 2) {
       // Overlap-save tiles a few rows and columns above the kernel.
-      g = detail::make_tiled_geometry(d, d.eff_r() + static_cast<std::int64_t>(gen() % 9),
-                                      d.eff_s() + static_cast<std::int64_t>(gen() % 9));
+      g = detail::make_tiled_geometry(
+          d, detail::next_smooth(d.eff_r() + static_cast<std::int64_t>(gen() % 9)),
+          detail::next_smooth(d.eff_s() + static_cast<std::int64_t>(gen() % 9)));
     } else {
       g = detail::make_fft_geometry(d, detail::next_smooth(detail::min_fft_h(d)),
                                     detail::next_smooth(detail::min_fft_w(d)));
@@ -186,8 +187,8 @@ TEST(OwnFft, TiledForwardMatchesOracle) {
     const DType dtype = i % 4 == 3 ? DType::kBF16 : i % 4 == 2 ? DType::kF16 : DType::kF32;
     const ConvDesc d = testing::random_desc(gen, dtype);
     Options o = own(Algo::kFftTiled);
-    o.fft_h = d.eff_r() + static_cast<std::int64_t>(gen() % 9);
-    o.fft_w = d.eff_s() + static_cast<std::int64_t>(gen() % 9);
+    o.fft_h = detail::next_smooth(d.eff_r() + static_cast<std::int64_t>(gen() % 9));
+    o.fft_w = detail::next_smooth(d.eff_s() + static_cast<std::int64_t>(gen() % 9));
     const Problem p(d, 1303000 + i, i % 2 == 0);
     const RunResult r = run_forward(p, o);
     EXPECT_EQ(r.info.algo, Algo::kFftTiled) << d.to_string();
