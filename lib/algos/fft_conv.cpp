@@ -345,7 +345,8 @@ void FftConvAlgo::clear_filter() {
 }
 
 FftGeometry FftConvAlgo::tune_geometry(const ConvDesc& d, const Options& o, std::string* reason) {
-  const TunedChoice cached(o, "fwd " + d.to_string() + " fft-size");
+  // The own plane kernels and cuFFT time differently: each keeps its own choice.
+  const TunedChoice cached(o, "fwd " + d.to_string() + " fft-size" + (o.own_fft ? " own" : ""));
   long long fh = 0, fw = 0;
   const auto usable = [&](const std::string& choice) {
     return std::sscanf(choice.c_str(), "%lldx%lld", &fh, &fw) == 2 && fh >= min_fft_h(d) &&

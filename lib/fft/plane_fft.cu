@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/check.h"
+#include "core/device_buffer.h"
+#include "core/device_info.h"
 #include "fft/plane_program.cuh"
 #include "stages/dtype_convert.cuh"
 
@@ -14,7 +17,8 @@ namespace {
 using planefft::PlaneFftPlan;
 using planefft::PlaneWindow;
 
-// Blocks of a launch at most; each walks on by the grid size.
+// Blocks of a launch at most; each walks on by the grid size. PlaneFft::make lowers it to the
+// blocks the device holds at once, so that each block copies the twiddles once for many planes.
 constexpr std::int64_t kMaxGrid = 1 << 20;
 
 // A device thread runs its halves of each step; the block synchronises between them.
@@ -50,28 +54,42 @@ struct SpectrumSegment {
 struct SpectrumParams {
   SpectrumSegment seg[kMaxPadSegments];
   PlaneFftPlan plan;
+  const float2* twiddles;  // fill_twiddle_table's
   DType dtype;
 };
 
-// The shared buffer, then the twiddle tables of the columns and of the rows.
+// The shared buffer, then the twiddle tables of the columns and of the rows, copied from the
+// plan's table.
 struct SharedPlane {
   float2* buf;
   float2* tw_h;
   float2* tw_w;
 };
 
-__device__ __forceinline__ SharedPlane shared_plane(const PlaneFftPlan& pl) {
+template <class Exec>
+__device__ __forceinline__ SharedPlane shared_plane(Exec& ex, const PlaneFftPlan& pl,
+                                                    const float2* twiddles) {
   extern __shared__ float2 smem[];
-  return SharedPlane{smem, smem + pl.buffer, smem + pl.buffer + pl.fh};
+  const SharedPlane sh{smem, smem + pl.buffer, smem + pl.buffer + pl.fh};
+  planefft::load_twiddles(ex, pl, twiddles, sh.tw_h);
+  return sh;
 }
 
-// Block (x, y): planes x, x + gridDim.x, ... of segment y.
-__global__ void __launch_bounds__(planefft::kMaxThreads)
+// Registers a thread may use: 128 (the 512-thread bound's) with 32 points a pass; with 16,
+// at most 80, so that two blocks of 384 threads (an 81 x 81 plane) share an SM and one's
+// barriers overlap the other's memory traffic. ptxas (sm_90): the 16-point kernels spill about
+// 0.5 KB at 80 registers, none at 104; the 32-point ones 0.8 KB at 128. Not yet timed.
+template <int kPoints>
+constexpr int kMaxRegisters = kPoints == planefft::kSmallPoints ? 80 : 128;
+
+// Block (x, y): planes x, x + gridDim.x, ... of segment y. kPoints: a thread's register budget
+// per pass (PlaneFftPlan::points).
+template <int kPoints>
+__global__ void __launch_bounds__(planefft::kMaxThreads) __maxnreg__(kMaxRegisters<kPoints>)
     spectrum_kernel(const __grid_constant__ SpectrumParams p) {
   const PlaneFftPlan& pl = p.plan;
-  const SharedPlane sh = shared_plane(pl);
   DeviceExec ex;
-  planefft::init_twiddles(ex, pl, sh.tw_h, sh.tw_w);
+  const SharedPlane sh = shared_plane(ex, pl, p.twiddles);
   const SpectrumSegment& seg = p.seg[blockIdx.y];
   const Placement& place = seg.place;
   const int src_h = static_cast<int>(place.src_h), src_w = static_cast<int>(place.src_w);
@@ -85,7 +103,7 @@ __global__ void __launch_bounds__(planefft::kMaxThreads)
     planefft::placed_band(ps.off_h, place.src_h, place.step_h, pl.fh, band0, band_rows);
     const std::int64_t base = ps.plane * place.src_h * place.src_w;
     float2* out = seg.dst + plane * bins;
-    planefft::forward_program(
+    planefft::forward_program<kPoints>(
         ex, pl, sh.buf, sh.tw_h, sh.tw_w, band0, band_rows,
         [&](int row, int col) {
           const int si = placed_source<int>(row, off_h, seg.div.step_h, src_h);
@@ -100,6 +118,7 @@ __global__ void __launch_bounds__(planefft::kMaxThreads)
 struct ClipSpectrumParams {
   ClipArgs a;
   PlaneFftPlan plan;
+  const float2* twiddles;
   PlaneWindow win;
   DType dtype;
   int result_planes;
@@ -109,13 +128,13 @@ struct ClipSpectrumParams {
 };
 
 // Block x: result planes x, x + gridDim.x, ...; each writes its tile of its output plane.
-__global__ void __launch_bounds__(planefft::kMaxThreads)
+template <int kPoints>
+__global__ void __launch_bounds__(planefft::kMaxThreads) __maxnreg__(kMaxRegisters<kPoints>)
     clip_spectrum_kernel(const __grid_constant__ ClipSpectrumParams c) {
   const PlaneFftPlan& pl = c.plan;
   const ClipArgs& a = c.a;
-  const SharedPlane sh = shared_plane(pl);
   DeviceExec ex;
-  planefft::init_twiddles(ex, pl, sh.tw_h, sh.tw_w);
+  const SharedPlane sh = shared_plane(ex, pl, c.twiddles);
   const std::int64_t bins = static_cast<std::int64_t>(pl.fh) * pl.cw;
   const int out_h = static_cast<int>(a.out_h), out_w = static_cast<int>(a.out_w);
   const auto* spectra = reinterpret_cast<const float2*>(a.src);
@@ -134,7 +153,7 @@ __global__ void __launch_bounds__(planefft::kMaxThreads)
     const float bias = a.bias ? load_element(a.bias, c.dtype, kk) : 0.0f;
     const float2* spec = spectra + rp * bins;
     const std::int64_t out0 = o * out_h * out_w + static_cast<std::int64_t>(oh0) * out_w + ow0;
-    planefft::inverse_program(
+    planefft::inverse_program<kPoints>(
         ex, pl, sh.buf, sh.tw_h, sh.tw_w, c.band0, c.band_rows, win, [&](int i) { return spec[i]; },
         [&](int p, int q, float v) {
           const std::int64_t i = out0 + (p * out_w + q);
@@ -145,8 +164,23 @@ __global__ void __launch_bounds__(planefft::kMaxThreads)
   }
 }
 
-unsigned grid_for(std::int64_t planes) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(planes, kMaxGrid)));
+// The bound every plan stays within (kMaxSmemBytes, or the device's own where lower), so that
+// plans of different sizes never lower it for each other: the attribute is the kernel's, per
+// device.
+template <class Kernel>
+void allow_smem(Kernel kernel, int optin) {
+  const int bytes = std::min(static_cast<int>(planefft::kMaxSmemBytes), optin);
+  FFTCONV_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+// Blocks of `kernel` the current device holds at once with this plan's block.
+template <class Kernel>
+std::int64_t resident_blocks(Kernel kernel, const PlaneFftPlan& pl) {
+  int per_sm = 0;
+  FFTCONV_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, pl.threads, pl.smem_bytes()));
+  return std::max<std::int64_t>(1, std::int64_t(per_sm) * current_sm_count());
 }
 
 std::string radices(const planefft::LinePasses& lp) {
@@ -164,6 +198,8 @@ bool plane_fft_supported(std::int64_t fft_h, std::int64_t fft_w, std::string* wh
 
 struct PlaneFft::Impl {
   PlaneFftPlan plan;
+  DeviceBuffer twiddles;                            // fill_twiddle_table's, on the plan's device
+  std::int64_t grid_forward = 1, grid_inverse = 1;  // resident blocks of each kernel
 };
 
 PlaneFft::PlaneFft(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -185,10 +221,21 @@ std::unique_ptr<PlaneFft> PlaneFft::make(const FftGeometry& g, std::string* why)
              " bytes of shared memory, over the device's " + std::to_string(optin);
     return nullptr;
   }
-  FFTCONV_CUDA_CHECK(
-      cudaFuncSetAttribute(spectrum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(clip_spectrum_kernel,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  allow_smem(spectrum_kernel<planefft::kSmallPoints>, optin);
+  allow_smem(spectrum_kernel<planefft::kLargePoints>, optin);
+  allow_smem(clip_spectrum_kernel<planefft::kSmallPoints>, optin);
+  allow_smem(clip_spectrum_kernel<planefft::kLargePoints>, optin);
+  const PlaneFftPlan& pl = impl->plan;
+  const bool small = pl.points == planefft::kSmallPoints;
+  impl->grid_forward = small ? resident_blocks(spectrum_kernel<planefft::kSmallPoints>, pl)
+                             : resident_blocks(spectrum_kernel<planefft::kLargePoints>, pl);
+  impl->grid_inverse = small ? resident_blocks(clip_spectrum_kernel<planefft::kSmallPoints>, pl)
+                             : resident_blocks(clip_spectrum_kernel<planefft::kLargePoints>, pl);
+  std::vector<float2> table;
+  planefft::fill_twiddle_table(pl, table);
+  impl->twiddles = DeviceBuffer(table.size() * sizeof(float2));
+  FFTCONV_CUDA_CHECK(cudaMemcpy(impl->twiddles.get(), table.data(), table.size() * sizeof(float2),
+                                cudaMemcpyHostToDevice));
   return std::unique_ptr<PlaneFft>(new PlaneFft(std::move(impl)));
 }
 
@@ -200,7 +247,8 @@ void PlaneFft::forward(const PadSegment* segments, int count, DType dtype, const
   std::int64_t max_planes = 0;
   for (int i = 0; i < count; ++i) {
     const PadSegment& s = segments[i];
-    FFTCONV_ASSERT(s.planes < (std::int64_t{1} << 31), "too many FFT planes for one launch");
+    FFTCONV_ASSERT(s.planes + kMaxGrid < (std::int64_t{1} << 31),
+                   "too many FFT planes for one launch");
     p.seg[i] = SpectrumSegment{s.src,
                                reinterpret_cast<float2*>(s.dst),
                                static_cast<int>(s.planes),
@@ -211,9 +259,15 @@ void PlaneFft::forward(const PadSegment* segments, int count, DType dtype, const
   }
   if (max_planes == 0) return;
   p.plan = pl;
+  p.twiddles = impl_->twiddles.as<const float2>();
   p.dtype = dtype;
-  const dim3 grid(grid_for(max_planes), static_cast<unsigned>(count));
-  spectrum_kernel<<<grid, pl.threads, pl.smem_bytes(), stream>>>(p);
+  const dim3 grid(static_cast<unsigned>(std::min(max_planes, impl_->grid_forward)),
+                  static_cast<unsigned>(count));
+  if (pl.points == planefft::kSmallPoints) {
+    spectrum_kernel<planefft::kSmallPoints><<<grid, pl.threads, pl.smem_bytes(), stream>>>(p);
+  } else {
+    spectrum_kernel<planefft::kLargePoints><<<grid, pl.threads, pl.smem_bytes(), stream>>>(p);
+  }
   FFTCONV_CHECK_LAUNCH();
 }
 
@@ -224,12 +278,13 @@ void PlaneFft::inverse(const ClipArgs& args, DType dtype, const FftGeometry& g,
   const PlaneFftPlan& pl = impl_->plan;
   const std::int64_t tiles = g.tiles_h * g.tiles_w;
   const std::int64_t result_planes = args.planes * tiles;
-  FFTCONV_ASSERT(
-      result_planes < (std::int64_t{1} << 31) && args.planes * args.out_h * args.out_w >= 0,
-      "too many result planes for one launch");
+  FFTCONV_ASSERT(result_planes + kMaxGrid < (std::int64_t{1} << 31) &&
+                     args.planes * args.out_h * args.out_w >= 0,
+                 "too many result planes for one launch");
   ClipSpectrumParams c{};
   c.a = args;
   c.plan = pl;
+  c.twiddles = impl_->twiddles.as<const float2>();
   c.dtype = dtype;
   c.result_planes = static_cast<int>(result_planes);
   c.tile_out_h = static_cast<int>(g.tile_out_h);
@@ -247,7 +302,12 @@ void PlaneFft::inverse(const ClipArgs& args, DType dtype, const FftGeometry& g,
   w.wrap = args.wrap;
   planefft::window_band(args.off_h, args.stride_h, g.tile_out_h, pl.fh, args.wrap, c.band0,
                         c.band_rows);
-  clip_spectrum_kernel<<<grid_for(result_planes), pl.threads, pl.smem_bytes(), stream>>>(c);
+  const auto grid = static_cast<unsigned>(std::min(result_planes, impl_->grid_inverse));
+  if (pl.points == planefft::kSmallPoints) {
+    clip_spectrum_kernel<planefft::kSmallPoints><<<grid, pl.threads, pl.smem_bytes(), stream>>>(c);
+  } else {
+    clip_spectrum_kernel<planefft::kLargePoints><<<grid, pl.threads, pl.smem_bytes(), stream>>>(c);
+  }
   FFTCONV_CHECK_LAUNCH();
 }
 
@@ -255,7 +315,8 @@ std::string PlaneFft::describe() const {
   const PlaneFftPlan& pl = impl_->plan;
   return "own plane kernels " + std::to_string(pl.fh) + "x" + std::to_string(pl.fw) + " (radices " +
          radices(pl.cols) + " by " + radices(pl.rows) + ", " + std::to_string(pl.threads) +
-         " threads, " + std::to_string((pl.smem_bytes() + 1023) / 1024) + " KiB a block)";
+         " threads of " + std::to_string(pl.points) + " points, " +
+         std::to_string((pl.smem_bytes() + 1023) / 1024) + " KiB a block)";
 }
 
 }  // namespace fftconv::detail

@@ -43,9 +43,14 @@ using fused::times_i;
 using fused::times_minus_i;
 
 constexpr int kMaxPasses = 6;
-/// Butterflies a thread holds per pass: up to 4, and up to 32 points. A block has enough threads
-/// for every butterfly of every pass.
-FFTCONV_DFT_HD constexpr int items_of(int radix) { return 32 / radix < 4 ? 32 / radix : 4; }
+/// Butterflies a thread holds per pass: up to 4, and up to `points` points (16 or 32, the
+/// kernels' two register budgets). A block has enough threads for every butterfly of every pass.
+FFTCONV_DFT_HD constexpr int items_of(int points, int radix) {
+  return points / radix < 4 ? (points / radix > 1 ? points / radix : 1) : 4;
+}
+/// The register budgets: 16 points (no spills under 128 registers) where the plane's threads
+/// stay within the block, else 32.
+constexpr int kSmallPoints = 16, kLargePoints = 32;
 constexpr int kMaxThreads = 512;  // the kernels' launch bound: 128 registers a thread
 /// Shared memory of a block at most (the buffer and the two twiddle tables): two blocks per SM.
 constexpr std::size_t kMaxSmemBytes = 100 * 1024;
@@ -187,6 +192,8 @@ struct PlaneFftPlan {
   LinePasses rows, cols;       ///< along a row (n = fw) and along a column (n = fh)
   IntDivider cw_div;           ///< the column passes' lines
   IntDivider fw_div;           ///< a row line's points (the forward program's staging)
+  int row_pitch = 0;           ///< complex values a row line takes (skewed: row_slot)
+  int points = 0;              ///< points a thread holds per pass (kSmallPoints or kLargePoints)
   int threads = 0;             ///< of a block
   int buffer = 0;              ///< complex values of the plane's buffer
   /// The buffer, then the twiddle tables of the columns (fh) and of the rows (fw).
@@ -195,11 +202,12 @@ struct PlaneFftPlan {
   }
 };
 
-/// Threads a block needs for the passes of a line plan over `lines` lines.
-inline std::int64_t threads_for(const LinePasses& lp, std::int64_t lines) {
+/// Threads a block needs for the passes of a line plan over `lines` lines, `points` points a
+/// thread.
+inline std::int64_t threads_for(const LinePasses& lp, std::int64_t lines, int points) {
   std::int64_t most = 0;
   for (int i = 0; i < lp.count; ++i) {
-    const int items = items_of(lp.pass[i].radix);
+    const int items = items_of(points, lp.pass[i].radix);
     const std::int64_t threads = (lines * (lp.n / lp.pass[i].radix) + items - 1) / items;
     if (threads > most) most = threads;
   }
@@ -224,13 +232,17 @@ inline bool make_plane_fft_plan(std::int64_t fh, std::int64_t fw, PlaneFftPlan* 
   }
   p.cw_div = IntDivider(static_cast<std::uint32_t>(p.cw));
   p.fw_div = IntDivider(static_cast<std::uint32_t>(p.fw));
+  p.row_pitch = p.fw + p.fw / 16;
   const std::int64_t lines = (fh + 1) / 2;  // complex row lines of a whole plane
-  const std::int64_t by_rows = lines * fw, by_cols = fh * p.cw;
+  const std::int64_t by_rows = lines * p.row_pitch, by_cols = fh * p.cw;
   p.buffer = static_cast<int>(by_rows > by_cols ? by_rows : by_cols);
-  const std::int64_t by_row_passes = threads_for(p.rows, lines);
-  const std::int64_t by_col_passes = threads_for(p.cols, p.cw);
-  const std::int64_t threads =
-      ((by_row_passes > by_col_passes ? by_row_passes : by_col_passes) + 31) / 32 * 32;
+  const auto threads_of = [&](int points) {
+    const std::int64_t by_row_passes = threads_for(p.rows, lines, points);
+    const std::int64_t by_col_passes = threads_for(p.cols, p.cw, points);
+    return ((by_row_passes > by_col_passes ? by_row_passes : by_col_passes) + 31) / 32 * 32;
+  };
+  p.points = threads_of(kSmallPoints) <= kMaxThreads ? kSmallPoints : kLargePoints;
+  const std::int64_t threads = threads_of(p.points);
   if (p.smem_bytes() > kMaxSmemBytes) {
     return no("a plane of " + size + " needs " + std::to_string(p.smem_bytes()) +
               " bytes of shared memory, over " + std::to_string(kMaxSmemBytes));
@@ -253,14 +265,27 @@ FFTCONV_DFT_HD float2 root(int t, int n) {
   return make_float2(static_cast<float>(sc.c), -static_cast<float>(sc.s));
 }
 
-/// A thread's butterflies of one pass: up to kMaxPoints points (items_of(R) butterflies of R
-/// points, butterfly `it` at v[it * R]), each butterfly's line and first output. One type for
+/// The twiddle tables of a plan, as the kernels keep them after the buffer: w_fh^t for t < fh,
+/// then w_fw^t for t < fw. Built once on the host; each block copies them.
+template <class Vec>
+void fill_twiddle_table(const PlaneFftPlan& pl, Vec& table) {
+  table.resize(static_cast<std::size_t>(pl.fh + pl.fw));
+  for (int t = 0; t < pl.fh; ++t) table[t] = root(t, pl.fh);
+  for (int t = 0; t < pl.fw; ++t) table[pl.fh + t] = root(t, pl.fw);
+}
+
+/// Slot of point e of a row line: one complex value of padding after every 16, so that a pass
+/// whose butterflies write R apart (the first, at stride R = 4, 8 or 16) spreads over the banks.
+FFTCONV_DFT_HD int row_slot(int e) { return e + (e >> 4); }
+
+/// A thread's butterflies of one pass: up to kPoints points (items_of(kPoints, R) butterflies of
+/// R points, butterfly `it` at v[it * R]), each butterfly's line and first output. One type for
 /// every radix, so the registers live across a pass's synchronisation are the same whatever the
 /// radix (per-radix states were merged at the barrier and spilled).
-constexpr int kMaxPoints = 32;
 constexpr int kMaxItems = 4;
+template <int kPoints>
 struct PassRegs {
-  float2 v[kMaxPoints];
+  float2 v[kPoints];
   int line[kMaxItems];
   int dst[kMaxItems];
 };
@@ -269,12 +294,12 @@ struct PassRegs {
 /// ...; load(line, point) gives a point. line_fast: consecutive butterflies are consecutive
 /// lines (lines_div divides by the line count), else consecutive butterflies of one line.
 #pragma nv_exec_check_disable
-template <int R, bool kInverse, class Load>
+template <int R, bool kInverse, int kPoints, class Load>
 FFTCONV_DFT_HD void pass_read(int t, int threads, const PassInfo& p, int lines, bool line_fast,
                               const IntDivider& lines_div, const float2* tw, Load&& load,
-                              PassRegs& s) {
-  constexpr int kItems = items_of(R);
-  static_assert(kItems * R <= kMaxPoints && kItems <= kMaxItems, "a pass's registers");
+                              PassRegs<kPoints>& s) {
+  constexpr int kItems = items_of(kPoints, R);
+  static_assert(kItems * R <= kPoints && kItems <= kMaxItems, "a pass's registers");
   const int nr = static_cast<int>(p.nr.divisor());
   const int total = lines * nr;
   FFTCONV_DFT_UNROLL
@@ -310,10 +335,10 @@ FFTCONV_DFT_HD void pass_read(int t, int threads, const PassInfo& p, int lines, 
 
 /// The write half: store(line, point, value) for each point of each butterfly held.
 #pragma nv_exec_check_disable
-template <int R, class Store>
-FFTCONV_DFT_HD void pass_write(const PassInfo& p, Store&& store, const PassRegs& s) {
+template <int R, int kPoints, class Store>
+FFTCONV_DFT_HD void pass_write(const PassInfo& p, Store&& store, const PassRegs<kPoints>& s) {
   FFTCONV_DFT_UNROLL
-  for (int it = 0; it < items_of(R); ++it) {
+  for (int it = 0; it < items_of(kPoints, R); ++it) {
     if (s.line[it] < 0) continue;
     FFTCONV_DFT_UNROLL
     for (int m = 0; m < R; ++m) store(s.line[it], s.dst[it] + m * p.ns, s.v[it * R + m]);
@@ -357,9 +382,9 @@ FFTCONV_DFT_HD void with_radix(int radix, Fn&& fn) {
 
 /// One pass as the two halves of a step, for Exec::step (members, not lambdas, so that they
 /// inline and the butterflies stay in registers).
-template <bool kInverse, class Load, class Store>
+template <bool kInverse, int kPoints, class Load, class Store>
 struct PassBody {
-  using State = PassRegs;
+  using State = PassRegs<kPoints>;
   const PassInfo& p;
   int lines;
   bool line_fast;
@@ -370,13 +395,13 @@ struct PassBody {
 #pragma nv_exec_check_disable
   FFTCONV_DFT_HD void read(int t, int threads, State& s) const {
     with_radix(p.radix, [&](auto rc) {
-      pass_read<decltype(rc)::value, kInverse>(t, threads, p, lines, line_fast, lines_div, tw, load,
-                                               s);
+      pass_read<decltype(rc)::value, kInverse, kPoints>(t, threads, p, lines, line_fast, lines_div,
+                                                        tw, load, s);
     });
   }
 #pragma nv_exec_check_disable
   FFTCONV_DFT_HD void write(int, int, const State& s) const {
-    with_radix(p.radix, [&](auto rc) { pass_write<decltype(rc)::value>(p, store, s); });
+    with_radix(p.radix, [&](auto rc) { pass_write<decltype(rc)::value, kPoints>(p, store, s); });
   }
 };
 
@@ -384,25 +409,21 @@ struct PassBody {
 /// body.read(t, threads, state) on every thread, synchronises, then body.write(t, threads,
 /// state), and synchronises again.
 #pragma nv_exec_check_disable
-template <bool kInverse, class Exec, class Load, class Store>
+template <bool kInverse, int kPoints, class Exec, class Load, class Store>
 FFTCONV_DFT_HD void run_pass(Exec& ex, const PassInfo& p, int lines, bool line_fast,
                              const IntDivider& lines_div, const float2* tw, Load& load,
                              Store& store) {
-  ex.step(PassBody<kInverse, Load, Store>{p, lines, line_fast, lines_div, tw, load, store});
+  ex.step(
+      PassBody<kInverse, kPoints, Load, Store>{p, lines, line_fast, lines_div, tw, load, store});
 }
 
-/// Fills the twiddle tables (w_fh^t, then w_fw^t, after the buffer) and synchronises.
+/// Copies the twiddle tables (fill_twiddle_table's fh + fw values) to tw and synchronises.
 #pragma nv_exec_check_disable
 template <class Exec>
-FFTCONV_DFT_HD void init_twiddles(Exec& ex, const PlaneFftPlan& pl, float2* tw_h, float2* tw_w) {
+FFTCONV_DFT_HD void load_twiddles(Exec& ex, const PlaneFftPlan& pl, const float2* table,
+                                  float2* tw) {
   ex.each([&](int t, int threads) {
-    for (int i = t; i < pl.fh + pl.fw; i += threads) {
-      if (i < pl.fh) {
-        tw_h[i] = root(i, pl.fh);
-      } else {
-        tw_w[i - pl.fh] = root(i - pl.fh, pl.fw);
-      }
-    }
+    for (int i = t; i < pl.fh + pl.fw; i += threads) tw[i] = table[i];
   });
 }
 
@@ -464,11 +485,11 @@ FFTCONV_DFT_HD void window_band(std::int64_t off, std::int64_t stride, std::int6
 /// spectrum (row-major), once each, consecutive threads at consecutive bins. tw_h and tw_w
 /// hold the twiddles.
 #pragma nv_exec_check_disable
-template <class Exec, class Src, class Out>
+template <int kPoints, class Exec, class Src, class Out>
 FFTCONV_DFT_HD void forward_program(Exec& ex, const PlaneFftPlan& pl, float2* buf,
                                     const float2* tw_h, const float2* tw_w, int band0,
                                     int band_rows, Src&& src, Out&& out) {
-  const int fw = pl.fw, cw = pl.cw;
+  const int fw = pl.fw, cw = pl.cw, rp = pl.row_pitch;
   const int lines = (band_rows + 1) / 2;
   // The band's rows, two to a complex line: line l is rows band0 + 2l (real) and + 1 (imaginary).
   ex.each([&](int t, int threads) {
@@ -480,13 +501,18 @@ FFTCONV_DFT_HD void forward_program(Exec& ex, const PlaneFftPlan& pl, float2* bu
           const int r = band0 + 2 * l;
           return make_float2(src(r, x), 2 * l + 1 < band_rows ? src(r + 1, x) : 0.0f);
         },
-        [&](int i, float2 v) { buf[i] = v; });
+        [&](int i, float2 v) {
+          int l = 0, x = 0;
+          pl.fw_div.divmod(i, l, x);
+          buf[l * rp + row_slot(x)] = v;
+        });
   });
   bool first = true;
-  const auto row_load = [&](int l, int e) { return buf[l * fw + e]; };
-  const auto row_store = [&](int l, int e, float2 v) { buf[l * fw + e] = v; };
+  const auto row_load = [&](int l, int e) { return buf[l * rp + row_slot(e)]; };
+  const auto row_store = [&](int l, int e, float2 v) { buf[l * rp + row_slot(e)] = v; };
   for (int i = 0; i < pl.rows.count; ++i) {
-    run_pass<false>(ex, pl.rows.pass[i], lines, false, pl.cw_div, tw_w, row_load, row_store);
+    run_pass<false, kPoints>(ex, pl.rows.pass[i], lines, false, pl.cw_div, tw_w, row_load,
+                             row_store);
   }
   // Row u of the band is line u/2's real (even u) or imaginary (odd u) part: with Z that line's
   // spectrum and Zm = Z[-c], its spectrum is (Z + conj Zm)/2 or -i (Z - conj Zm)/2. The first
@@ -495,15 +521,15 @@ FFTCONV_DFT_HD void forward_program(Exec& ex, const PlaneFftPlan& pl, float2* bu
     if (!first) return buf[e * cw + c];
     const int u = e - band0;
     if (u < 0 || u >= band_rows) return make_float2(0.0f, 0.0f);
-    const float2* line = buf + (u >> 1) * fw;
-    const float2 z = line[c], zm = line[c == 0 ? 0 : fw - c];
+    const float2* line = buf + (u >> 1) * rp;
+    const float2 z = line[row_slot(c)], zm = line[row_slot(c == 0 ? 0 : fw - c)];
     return (u & 1) == 0 ? make_float2(0.5f * (z.x + zm.x), 0.5f * (z.y - zm.y))
                         : make_float2(0.5f * (z.y + zm.y), 0.5f * (zm.x - z.x));
   };
   const auto col_store = [&](int c, int e, float2 v) { buf[e * cw + c] = v; };
   for (int i = 0; i < pl.cols.count; ++i) {
     first = i == 0;
-    run_pass<false>(ex, pl.cols.pass[i], cw, true, pl.cw_div, tw_h, col_load, col_store);
+    run_pass<false, kPoints>(ex, pl.cols.pass[i], cw, true, pl.cw_div, tw_h, col_load, col_store);
   }
   ex.each([&](int t, int threads) {
     copy_rounds(
@@ -527,12 +553,12 @@ struct PlaneWindow {
 /// band0 + band_rows) of the real result must hold every row the window reads. emit(p, q,
 /// value) takes each output of the window once, unscaled, consecutive threads at consecutive q.
 #pragma nv_exec_check_disable
-template <class Exec, class Spec, class Emit>
+template <int kPoints, class Exec, class Spec, class Emit>
 FFTCONV_DFT_HD void inverse_program(Exec& ex, const PlaneFftPlan& pl, float2* buf,
                                     const float2* tw_h, const float2* tw_w, int band0,
                                     int band_rows, const PlaneWindow& win, Spec&& spec,
                                     Emit&& emit) {
-  const int fw = pl.fw, cw = pl.cw;
+  const int fw = pl.fw, cw = pl.cw, rp = pl.row_pitch;
   ex.each([&](int t, int threads) {
     copy_rounds(
         t, threads, pl.fh * cw, [&](int i) { return spec(i); },
@@ -542,14 +568,14 @@ FFTCONV_DFT_HD void inverse_program(Exec& ex, const PlaneFftPlan& pl, float2* bu
   const auto col_load = [&](int c, int e) { return buf[e * cw + c]; };
   const auto col_store = [&](int c, int e, float2 v) { buf[e * cw + c] = v; };
   for (int i = 0; i < pl.cols.count; ++i) {
-    run_pass<true>(ex, pl.cols.pass[i], cw, true, pl.cw_div, tw_h, col_load, col_store);
+    run_pass<true, kPoints>(ex, pl.cols.pass[i], cw, true, pl.cw_div, tw_h, col_load, col_store);
   }
   // Line l pairs rows band0 + 2l and band0 + 2l + 1 as Y1 + i Y2 over all fw columns, the
   // columns past cw completed by Hermitian symmetry (Y[-c] = conj Y[c]); the imaginary parts
   // of the columns that are their own mirror (0 and fw/2) are rounding and dropped, as a c2r does.
   const int lines = (band_rows + 1) / 2;
   const auto row_load = [&](int l, int e) {
-    if (!first) return buf[l * fw + e];
+    if (!first) return buf[l * rp + row_slot(e)];
     const int r = band0 + 2 * l;
     const bool second = 2 * l + 1 < band_rows;
     const bool mirrored = e > fw / 2;
@@ -569,7 +595,7 @@ FFTCONV_DFT_HD void inverse_program(Exec& ex, const PlaneFftPlan& pl, float2* bu
   float* real = reinterpret_cast<float*>(buf);
   const auto row_store = [&](int l, int e, float2 v) {
     if (!last) {
-      buf[l * fw + e] = v;
+      buf[l * rp + row_slot(e)] = v;
       return;
     }
     real[2 * l * fw + e] = v.x;
@@ -578,7 +604,8 @@ FFTCONV_DFT_HD void inverse_program(Exec& ex, const PlaneFftPlan& pl, float2* bu
   for (int i = 0; i < pl.rows.count; ++i) {
     first = i == 0;
     last = i == pl.rows.count - 1;
-    run_pass<true>(ex, pl.rows.pass[i], lines, false, pl.cw_div, tw_w, row_load, row_store);
+    run_pass<true, kPoints>(ex, pl.rows.pass[i], lines, false, pl.cw_div, tw_w, row_load,
+                            row_store);
   }
   ex.each([&](int t, int threads) {
     const int items = win.tile_h * static_cast<int>(win.tile_w_div.divisor());

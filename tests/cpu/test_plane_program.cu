@@ -56,6 +56,24 @@ HostFn<Fn> host_fn(Fn fn) {
   return HostFn<Fn>{fn};
 }
 
+// The register budgets a plan can run with: its own, and the larger one (whose passes need no
+// more threads), so that the emulation covers both kernels' programs.
+std::vector<int> budgets(const detail::planefft::PlaneFftPlan& pl) {
+  if (pl.points == detail::planefft::kSmallPoints) {
+    return {detail::planefft::kSmallPoints, detail::planefft::kLargePoints};
+  }
+  return {pl.points};
+}
+
+template <class Fn>
+void with_points(int points, Fn&& fn) {
+  if (points == detail::planefft::kSmallPoints) {
+    fn(std::integral_constant<int, detail::planefft::kSmallPoints>{});
+  } else {
+    fn(std::integral_constant<int, detail::planefft::kLargePoints>{});
+  }
+}
+
 const double kPi = std::acos(-1.0);
 
 cd unit(double turns) { return std::polar(1.0, -2.0 * kPi * turns); }
@@ -126,11 +144,14 @@ TEST(PlaneProgram, PlansSplitSmoothSizesOnly) {
   EXPECT_EQ(p.rows.count, 2);
   EXPECT_EQ(p.rows.pass[0].radix, 9);
   EXPECT_EQ(p.cw, 41);
+  EXPECT_EQ(p.points, pf::kSmallPoints);  // 41 lines x 9 butterflies: 384 threads of one each
   EXPECT_LE(p.smem_bytes(), pf::kMaxSmemBytes);
   ASSERT_TRUE(pf::make_plane_fft_plan(128, 96, &p, &why)) << why;
   EXPECT_EQ(p.cols.count, 2);  // 16 x 8
   EXPECT_EQ(p.rows.count, 2);  // 16 x 6
   EXPECT_LE(p.threads, pf::kMaxThreads);
+  ASSERT_TRUE(pf::make_plane_fft_plan(128, 128, &p, &why)) << why;
+  EXPECT_EQ(p.points, pf::kLargePoints);  // 16 points a thread would need 544 threads
   EXPECT_FALSE(pf::make_plane_fft_plan(88, 81, &p, &why));  // 11
   EXPECT_FALSE(pf::make_plane_fft_plan(81, 26, &p, &why));  // 13
   EXPECT_NE(why.find("radix"), std::string::npos) << why;
@@ -142,8 +163,8 @@ TEST(PlaneProgram, PlansSplitSmoothSizesOnly) {
   // Every pass's butterflies fit the block's threads.
   for (int n : {2, 9, 16, 27, 49, 64, 81, 96, 100, 112, 128}) {
     ASSERT_TRUE(pf::make_plane_fft_plan(n, n, &p, &why)) << n << ": " << why;
-    EXPECT_GE(p.threads, pf::threads_for(p.rows, (n + 1) / 2)) << n;
-    EXPECT_GE(p.threads, pf::threads_for(p.cols, p.cw)) << n;
+    EXPECT_GE(p.threads, pf::threads_for(p.rows, (n + 1) / 2, p.points)) << n;
+    EXPECT_GE(p.threads, pf::threads_for(p.cols, p.cw, p.points)) << n;
     EXPECT_LE(p.threads, pf::kMaxThreads) << n;
     int prod = 1;
     for (int i = 0; i < p.rows.count; ++i) prod *= p.rows.pass[i].radix;
@@ -234,32 +255,36 @@ TEST(PlaneProgram, ForwardMatchesTheDftOfTheBand) {
       for (int r = band0; r < band0 + band_rows; ++r) {
         for (int x = 0; x < fw; ++x) a[std::size_t(r) * fw + x] = val(rng);
       }
-      std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
-      std::vector<float2> tw(std::size_t(fh + fw));
-      HostExec ex{pl.threads};
-      pf::init_twiddles(ex, pl, tw.data(), tw.data() + fh);
-      std::vector<cd> got(std::size_t(fh) * cw, cd(nan, nan));
-      std::vector<int> writes(got.size(), 0);
-      pf::forward_program(ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows,
-                          host_fn([&](int r, int x) {
-                            EXPECT_TRUE(r >= band0 && r < band0 + band_rows && x >= 0 && x < fw);
-                            return static_cast<float>(a[std::size_t(r) * fw + x]);
-                          }),
-                          host_fn([&](int i, float2 v) {
-                            EXPECT_TRUE(i >= 0 && i < fh * cw);
-                            got[std::size_t(i)] = cd(v.x, v.y);
-                            ++writes[std::size_t(i)];
-                          }));
+      std::vector<float2> tw;
+      pf::fill_twiddle_table(pl, tw);
       std::vector<double> af(a.size());
       for (std::size_t i = 0; i < a.size(); ++i) af[i] = static_cast<float>(a[i]);
       const std::vector<cd> want = spectrum_ref(af, fh, fw);
-      for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
-      EXPECT_LT(rel_l2(got, want), 1e-6)
-          << fh << "x" << fw << " band " << band0 << "+" << band_rows;
-      ++cases;
+      for (const int points : budgets(pl))
+        with_points(points, [&](auto pc) {
+          std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
+          HostExec ex{pl.threads};
+          std::vector<cd> got(std::size_t(fh) * cw, cd(nan, nan));
+          std::vector<int> writes(got.size(), 0);
+          pf::forward_program<decltype(pc)::value>(
+              ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows,
+              host_fn([&](int r, int x) {
+                EXPECT_TRUE(r >= band0 && r < band0 + band_rows && x >= 0 && x < fw);
+                return static_cast<float>(a[std::size_t(r) * fw + x]);
+              }),
+              host_fn([&](int i, float2 v) {
+                EXPECT_TRUE(i >= 0 && i < fh * cw);
+                got[std::size_t(i)] = cd(v.x, v.y);
+                ++writes[std::size_t(i)];
+              }));
+          for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
+          EXPECT_LT(rel_l2(got, want), 1e-6)
+              << fh << "x" << fw << " band " << band0 << "+" << band_rows << " points " << points;
+          ++cases;
+        });
     }
   }
-  EXPECT_GE(cases, 40);
+  EXPECT_GE(cases, 60);
 }
 
 TEST(PlaneProgram, InverseWindowMatchesTheRealResult) {
@@ -294,37 +319,42 @@ TEST(PlaneProgram, InverseWindowMatchesTheRealResult) {
       // The band of rows read, as the launcher computes it.
       int band0 = 0, band_rows = 0;
       pf::window_band(win.off_h, win.stride_h, win.tile_h, fh, win.wrap, band0, band_rows);
-      std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
-      std::vector<float2> tw(std::size_t(fh + fw));
-      HostExec ex{pl.threads};
-      pf::init_twiddles(ex, pl, tw.data(), tw.data() + fh);
-      std::vector<cd> got(std::size_t(win.out_h) * win.out_w, cd(nan, 0));
-      std::vector<int> writes(got.size(), 0);
-      pf::inverse_program(
-          ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows, win, host_fn([&](int i) {
-            EXPECT_TRUE(i >= 0 && i < fh * cw);
-            const cd s = spec[std::size_t(i)];
-            return make_float2(static_cast<float>(s.real()), static_cast<float>(s.imag()));
-          }),
-          host_fn([&](int p, int q, float v) {
-            EXPECT_TRUE(p >= 0 && p < win.out_h && q >= 0 && q < win.out_w);
-            got[std::size_t(p) * win.out_w + q] = cd(v, 0);
-            ++writes[std::size_t(p) * win.out_w + q];
-          }));
-      std::vector<cd> want(got.size());
-      for (int p = 0; p < win.out_h; ++p) {
-        for (int q = 0; q < win.out_w; ++q) {
-          const std::int64_t r =
-              detail::clip_read<std::int64_t>(p, win.stride_h, win.off_h, fh, win.wrap);
-          const std::int64_t x =
-              detail::clip_read<std::int64_t>(q, win.stride_w, win.off_w, fw, win.wrap);
-          want[std::size_t(p) * win.out_w + q] =
-              r >= 0 && x >= 0 ? a[std::size_t(r) * fw + x] * double(fh) * double(fw) : 0.0;
-        }
-      }
-      for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
-      EXPECT_LT(rel_l2(got, want), 1e-6) << fh << "x" << fw << " trial " << trial;
-      ++cases;
+      std::vector<float2> tw;
+      pf::fill_twiddle_table(pl, tw);
+      for (const int points : budgets(pl))
+        with_points(points, [&](auto pc) {
+          std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
+          HostExec ex{pl.threads};
+          std::vector<cd> got(std::size_t(win.out_h) * win.out_w, cd(nan, 0));
+          std::vector<int> writes(got.size(), 0);
+          pf::inverse_program<decltype(pc)::value>(
+              ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows, win,
+              host_fn([&](int i) {
+                EXPECT_TRUE(i >= 0 && i < fh * cw);
+                const cd s = spec[std::size_t(i)];
+                return make_float2(static_cast<float>(s.real()), static_cast<float>(s.imag()));
+              }),
+              host_fn([&](int p, int q, float v) {
+                EXPECT_TRUE(p >= 0 && p < win.out_h && q >= 0 && q < win.out_w);
+                got[std::size_t(p) * win.out_w + q] = cd(v, 0);
+                ++writes[std::size_t(p) * win.out_w + q];
+              }));
+          std::vector<cd> want(got.size());
+          for (int p = 0; p < win.out_h; ++p) {
+            for (int q = 0; q < win.out_w; ++q) {
+              const std::int64_t r =
+                  detail::clip_read<std::int64_t>(p, win.stride_h, win.off_h, fh, win.wrap);
+              const std::int64_t x =
+                  detail::clip_read<std::int64_t>(q, win.stride_w, win.off_w, fw, win.wrap);
+              want[std::size_t(p) * win.out_w + q] =
+                  r >= 0 && x >= 0 ? a[std::size_t(r) * fw + x] * double(fh) * double(fw) : 0.0;
+            }
+          }
+          for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
+          EXPECT_LT(rel_l2(got, want), 1e-6)
+              << fh << "x" << fw << " trial " << trial << " points " << points;
+          ++cases;
+        });
     }
   }
   EXPECT_GE(cases, 40);
