@@ -140,19 +140,15 @@ __global__ void __launch_bounds__(planefft::kMaxThreads) __maxnreg__(kMaxRegiste
   const auto* spectra = reinterpret_cast<const float2*>(a.src);
   for (int rp = static_cast<int>(blockIdx.x); rp < c.result_planes;
        rp += static_cast<int>(gridDim.x)) {
-    // Result plane (n * tiles + tile) * k + kk holds tile `tile` of output plane n * k + kk.
-    int rest = 0, kk = 0, n = 0, tile = 0, th = 0, tw = 0;
-    c.k.divmod(rp, rest, kk);
-    c.tiles.divmod(rest, n, tile);
-    c.tiles_w.divmod(tile, th, tw);
-    const std::int64_t o = static_cast<std::int64_t>(n) * static_cast<int>(c.k.divisor()) + kk;
-    const int oh0 = th * c.tile_out_h, ow0 = tw * c.tile_out_w;
+    const planefft::ResultTile rt = planefft::result_tile(rp, c.k, c.tiles, c.tiles_w, c.tile_out_h,
+                                                          c.tile_out_w, out_h, out_w);
     PlaneWindow win = c.win;
-    win.out_h = min(c.tile_out_h, out_h - oh0);
-    win.out_w = min(c.tile_out_w, out_w - ow0);
-    const float bias = a.bias ? load_element(a.bias, c.dtype, kk) : 0.0f;
+    win.out_h = rt.out_h;
+    win.out_w = rt.out_w;
+    const float bias = a.bias ? load_element(a.bias, c.dtype, rt.filter) : 0.0f;
     const float2* spec = spectra + rp * bins;
-    const std::int64_t out0 = o * out_h * out_w + static_cast<std::int64_t>(oh0) * out_w + ow0;
+    const std::int64_t out0 =
+        rt.out_plane * out_h * out_w + static_cast<std::int64_t>(rt.oh0) * out_w + rt.ow0;
     planefft::inverse_program<kPoints>(
         ex, pl, sh.buf, sh.tw_h, sh.tw_w, c.band0, c.band_rows, win, [&](int i) { return spec[i]; },
         [&](int p, int q, float v) {

@@ -548,6 +548,33 @@ struct PlaneWindow {
   bool wrap = true;
 };
 
+/// Where result plane rp of the c2r goes: result plane (n * tiles + tile) * k + kk holds tile
+/// `tile` (tile_h * tiles_w + tile_w) of output plane n * k + kk (clip_plane_source). The tile's
+/// outputs start at (oh0, ow0); the last tiles of a row or column may be partial.
+struct ResultTile {
+  std::int64_t out_plane;
+  int filter;  ///< kk: the bias's index
+  int oh0, ow0;
+  int out_h, out_w;  ///< the tile's outputs, at most tile_out_h x tile_out_w
+};
+
+FFTCONV_DFT_HD ResultTile result_tile(int rp, const IntDivider& k, const IntDivider& tiles,
+                                      const IntDivider& tiles_w, int tile_out_h, int tile_out_w,
+                                      int out_h, int out_w) {
+  int rest = 0, kk = 0, n = 0, tile = 0, th = 0, tw = 0;
+  k.divmod(rp, rest, kk);
+  tiles.divmod(rest, n, tile);
+  tiles_w.divmod(tile, th, tw);
+  ResultTile r;
+  r.out_plane = static_cast<std::int64_t>(n) * static_cast<int>(k.divisor()) + kk;
+  r.filter = kk;
+  r.oh0 = th * tile_out_h;
+  r.ow0 = tw * tile_out_w;
+  r.out_h = tile_out_h < out_h - r.oh0 ? tile_out_h : out_h - r.oh0;
+  r.out_w = tile_out_w < out_w - r.ow0 ? tile_out_w : out_w - r.ow0;
+  return r;
+}
+
 /// c2r of one spectrum plane, then its window. spec(i) gives bin i of the fh x cw spectrum
 /// (row-major), read once each, consecutive threads at consecutive bins; the rows [band0,
 /// band0 + band_rows) of the real result must hold every row the window reads. emit(p, q,

@@ -7,6 +7,7 @@
 // starts as NaN: a pass that read what no pass wrote would poison the result.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -231,6 +232,65 @@ TEST(PlaneProgram, BandsCoverEveryPlacedAndReadRow) {
             << "read " << t << " of " << f << " off " << woff << " stride " << st << " tile "
             << tile << ": band " << band0 << "+" << rows;
       }
+    }
+  }
+}
+
+// Every output of a clip, tiled or not, is written once from the result plane, row and column
+// that the clip kernel reads it from (clip_plane_source, clip_read), and every row read lies in
+// the window's band.
+TEST(PlaneProgram, ResultTilesCoverTheClipsOutputs) {
+  std::mt19937 rng(9);
+  using Spot = std::array<std::int64_t, 3>;  // result plane, row, column; -1s: a zero
+  for (int trial = 0; trial < 1500; ++trial) {
+    const int fh = 4 + rng() % 40, fw = 4 + rng() % 40, n = 1 + rng() % 3, k = 1 + rng() % 3;
+    const int out_h = 1 + rng() % 30, out_w = 1 + rng() % 30;
+    const int stride_h = 1 + rng() % 3, stride_w = 1 + rng() % 3;
+    const bool tiled = rng() % 2, wrap = rng() % 2;
+    const int off_h = wrap ? 0 : rng() % (fh + 3), off_w = wrap ? 0 : rng() % (fw + 3);
+    const int toh = tiled ? 1 + rng() % out_h : out_h, tow = tiled ? 1 + rng() % out_w : out_w;
+    const int tiles_h = (out_h + toh - 1) / toh, tiles_w = (out_w + tow - 1) / tow;
+    const int tiles = tiles_h * tiles_w;
+    const std::size_t outs = std::size_t(n) * k * out_h * out_w;
+    std::vector<Spot> want(outs), got(outs, Spot{-9, -9, -9});
+    std::vector<int> writes(outs, 0);
+    for (int o = 0; o < n * k; ++o) {
+      for (int i = 0; i < out_h * out_w; ++i) {
+        int lp = i / out_w, lq = i % out_w;
+        std::int64_t rp = detail::clip_plane_source<std::int64_t>(o, k, tiles, 0);
+        if (tiled) {
+          rp += std::int64_t((lp / toh) * tiles_w + lq / tow) * k;
+          lp %= toh;
+          lq %= tow;
+        }
+        const auto r = detail::clip_read<std::int64_t>(lp, stride_h, off_h, fh, wrap);
+        const auto c = detail::clip_read<std::int64_t>(lq, stride_w, off_w, fw, wrap);
+        want[std::size_t(o) * out_h * out_w + i] =
+            r >= 0 && c >= 0 ? Spot{rp, r, c} : Spot{-1, -1, -1};
+      }
+    }
+    int band0 = 0, band_rows = 0;
+    pf::window_band(off_h, stride_h, toh, fh, wrap, band0, band_rows);
+    const detail::IntDivider kd(k), td(tiles), twd(tiles_w), towd(tow);
+    for (int rp = 0; rp < n * k * tiles; ++rp) {
+      const pf::ResultTile rt = pf::result_tile(rp, kd, td, twd, toh, tow, out_h, out_w);
+      ASSERT_EQ(rt.filter, rp % k);
+      for (int item = 0; item < toh * tow; ++item) {
+        int p = 0, q = 0;
+        towd.divmod(item, p, q);
+        if (p >= rt.out_h || q >= rt.out_w) continue;
+        const int row = detail::clip_read<int>(p, stride_h, off_h, fh, wrap);
+        const int col = detail::clip_read<int>(q, stride_w, off_w, fw, wrap);
+        if (row >= 0 && col >= 0) ASSERT_TRUE(row >= band0 && row < band0 + band_rows);
+        const std::int64_t i =
+            rt.out_plane * out_h * out_w + std::int64_t(rt.oh0 + p) * out_w + rt.ow0 + q;
+        got[i] = row >= 0 && col >= 0 ? Spot{rp, row, col} : Spot{-1, -1, -1};
+        ++writes[i];
+      }
+    }
+    for (std::size_t i = 0; i < outs; ++i) {
+      ASSERT_EQ(writes[i], 1) << "output " << i << " trial " << trial;
+      ASSERT_EQ(got[i], want[i]) << "output " << i << " trial " << trial;
     }
   }
 }
