@@ -295,55 +295,62 @@ TEST(PlaneProgram, ResultTilesCoverTheClipsOutputs) {
   }
 }
 
+// fn(plan, trial) for planes of each size of kSizes by a random one, three trials each, where
+// the kernels take the size.
+template <class Fn>
+void for_each_plan(std::mt19937& rng, Fn&& fn) {
+  for (int fh : kSizes) {
+    for (int trial = 0; trial < 3; ++trial) {
+      const int fw = kSizes[std::uniform_int_distribution<int>(0, std::size(kSizes) - 1)(rng)];
+      pf::PlaneFftPlan pl;
+      if (pf::make_plane_fft_plan(fh, fw, &pl, nullptr)) fn(pl, trial);
+    }
+  }
+}
+
 TEST(PlaneProgram, ForwardMatchesTheDftOfTheBand) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> val(-1.0, 1.0);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   int cases = 0;
-  for (int fh : kSizes) {
-    for (int trial = 0; trial < 3; ++trial) {
-      const int fw = kSizes[std::uniform_int_distribution<int>(0, std::size(kSizes) - 1)(rng)];
-      pf::PlaneFftPlan pl;
-      std::string why;
-      if (!pf::make_plane_fft_plan(fh, fw, &pl, &why)) continue;
-      const int cw = pl.cw;
-      // A band of rows that hold data (trial 2: the whole plane; an empty band too).
-      int band0 = std::uniform_int_distribution<int>(0, fh - 1)(rng);
-      int band_rows = std::uniform_int_distribution<int>(0, fh - band0)(rng);
-      if (trial == 2) band0 = 0, band_rows = fh;
-      std::vector<double> a(std::size_t(fh) * fw, 0.0);
-      for (int r = band0; r < band0 + band_rows; ++r) {
-        for (int x = 0; x < fw; ++x) a[std::size_t(r) * fw + x] = val(rng);
-      }
-      std::vector<float2> tw;
-      pf::fill_twiddle_table(pl, tw);
-      std::vector<double> af(a.size());
-      for (std::size_t i = 0; i < a.size(); ++i) af[i] = static_cast<float>(a[i]);
-      const std::vector<cd> want = spectrum_ref(af, fh, fw);
-      for (const int points : budgets(pl))
-        with_points(points, [&](auto pc) {
-          std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
-          HostExec ex{pl.threads};
-          std::vector<cd> got(std::size_t(fh) * cw, cd(nan, nan));
-          std::vector<int> writes(got.size(), 0);
-          pf::forward_program<decltype(pc)::value>(
-              ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows,
-              host_fn([&](int r, int x) {
-                EXPECT_TRUE(r >= band0 && r < band0 + band_rows && x >= 0 && x < fw);
-                return static_cast<float>(a[std::size_t(r) * fw + x]);
-              }),
-              host_fn([&](int i, float2 v) {
-                EXPECT_TRUE(i >= 0 && i < fh * cw);
-                got[std::size_t(i)] = cd(v.x, v.y);
-                ++writes[std::size_t(i)];
-              }));
-          for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
-          EXPECT_LT(rel_l2(got, want), 1e-6)
-              << fh << "x" << fw << " band " << band0 << "+" << band_rows << " points " << points;
-          ++cases;
-        });
+  for_each_plan(rng, [&](const pf::PlaneFftPlan& pl, int trial) {
+    const int fh = pl.fh, fw = pl.fw, cw = pl.cw;
+    // A band of rows that hold data (trial 2: the whole plane; an empty band too).
+    int band0 = std::uniform_int_distribution<int>(0, fh - 1)(rng);
+    int band_rows = std::uniform_int_distribution<int>(0, fh - band0)(rng);
+    if (trial == 2) band0 = 0, band_rows = fh;
+    std::vector<double> a(std::size_t(fh) * fw, 0.0);
+    for (int r = band0; r < band0 + band_rows; ++r) {
+      for (int x = 0; x < fw; ++x) a[std::size_t(r) * fw + x] = val(rng);
     }
-  }
+    std::vector<float2> tw;
+    pf::fill_twiddle_table(pl, tw);
+    std::vector<double> af(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) af[i] = static_cast<float>(a[i]);
+    const std::vector<cd> want = spectrum_ref(af, fh, fw);
+    for (const int points : budgets(pl))
+      with_points(points, [&](auto pc) {
+        std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
+        HostExec ex{pl.threads};
+        std::vector<cd> got(std::size_t(fh) * cw, cd(nan, nan));
+        std::vector<int> writes(got.size(), 0);
+        pf::forward_program<decltype(pc)::value>(
+            ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows,
+            host_fn([&](int r, int x) {
+              EXPECT_TRUE(r >= band0 && r < band0 + band_rows && x >= 0 && x < fw);
+              return static_cast<float>(a[std::size_t(r) * fw + x]);
+            }),
+            host_fn([&](int i, float2 v) {
+              EXPECT_TRUE(i >= 0 && i < fh * cw);
+              got[std::size_t(i)] = cd(v.x, v.y);
+              ++writes[std::size_t(i)];
+            }));
+        for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
+        EXPECT_LT(rel_l2(got, want), 1e-6)
+            << fh << "x" << fw << " band " << band0 << "+" << band_rows << " points " << points;
+        ++cases;
+      });
+  });
   EXPECT_GE(cases, 60);
 }
 
@@ -352,71 +359,65 @@ TEST(PlaneProgram, InverseWindowMatchesTheRealResult) {
   std::uniform_real_distribution<double> val(-1.0, 1.0);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   int cases = 0;
-  for (int fh : kSizes) {
-    for (int trial = 0; trial < 3; ++trial) {
-      const int fw = kSizes[std::uniform_int_distribution<int>(0, std::size(kSizes) - 1)(rng)];
-      pf::PlaneFftPlan pl;
-      std::string why;
-      if (!pf::make_plane_fft_plan(fh, fw, &pl, &why)) continue;
-      const int cw = pl.cw;
-      std::vector<double> a(std::size_t(fh) * fw);
-      for (double& x : a) x = val(rng);
-      const std::vector<cd> spec = spectrum_ref(a, fh, fw);
-      // A window as the clip stages use them: forward (offset 0, stride, wrap), backward data
-      // (an offset, stride 1, no wrap), and partial tiles.
-      pf::PlaneWindow win;
-      std::uniform_int_distribution<int> small(1, 3);
-      win.wrap = trial != 1;
-      win.stride_h = win.wrap ? small(rng) : 1;
-      win.stride_w = win.wrap ? small(rng) : 1;
-      win.off_h = win.wrap ? 0 : std::uniform_int_distribution<int>(0, fh - 1)(rng);
-      win.off_w = win.wrap ? 0 : std::uniform_int_distribution<int>(0, fw - 1)(rng);
-      win.tile_h = std::uniform_int_distribution<int>(1, fh + 3)(rng);
-      const int tile_w = std::uniform_int_distribution<int>(1, fw + 3)(rng);
-      win.tile_w_div = detail::IntDivider(static_cast<std::uint32_t>(tile_w));
-      win.out_h = trial == 2 ? std::uniform_int_distribution<int>(1, win.tile_h)(rng) : win.tile_h;
-      win.out_w = trial == 2 ? std::uniform_int_distribution<int>(1, tile_w)(rng) : tile_w;
-      // The band of rows read, as the launcher computes it.
-      int band0 = 0, band_rows = 0;
-      pf::window_band(win.off_h, win.stride_h, win.tile_h, fh, win.wrap, band0, band_rows);
-      std::vector<float2> tw;
-      pf::fill_twiddle_table(pl, tw);
-      for (const int points : budgets(pl))
-        with_points(points, [&](auto pc) {
-          std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
-          HostExec ex{pl.threads};
-          std::vector<cd> got(std::size_t(win.out_h) * win.out_w, cd(nan, 0));
-          std::vector<int> writes(got.size(), 0);
-          pf::inverse_program<decltype(pc)::value>(
-              ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows, win,
-              host_fn([&](int i) {
-                EXPECT_TRUE(i >= 0 && i < fh * cw);
-                const cd s = spec[std::size_t(i)];
-                return make_float2(static_cast<float>(s.real()), static_cast<float>(s.imag()));
-              }),
-              host_fn([&](int p, int q, float v) {
-                EXPECT_TRUE(p >= 0 && p < win.out_h && q >= 0 && q < win.out_w);
-                got[std::size_t(p) * win.out_w + q] = cd(v, 0);
-                ++writes[std::size_t(p) * win.out_w + q];
-              }));
-          std::vector<cd> want(got.size());
-          for (int p = 0; p < win.out_h; ++p) {
-            for (int q = 0; q < win.out_w; ++q) {
-              const std::int64_t r =
-                  detail::clip_read<std::int64_t>(p, win.stride_h, win.off_h, fh, win.wrap);
-              const std::int64_t x =
-                  detail::clip_read<std::int64_t>(q, win.stride_w, win.off_w, fw, win.wrap);
-              want[std::size_t(p) * win.out_w + q] =
-                  r >= 0 && x >= 0 ? a[std::size_t(r) * fw + x] * double(fh) * double(fw) : 0.0;
-            }
+  for_each_plan(rng, [&](const pf::PlaneFftPlan& pl, int trial) {
+    const int fh = pl.fh, fw = pl.fw, cw = pl.cw;
+    std::vector<double> a(std::size_t(fh) * fw);
+    for (double& x : a) x = val(rng);
+    const std::vector<cd> spec = spectrum_ref(a, fh, fw);
+    // A window as the clip stages use them: forward (offset 0, stride, wrap), backward data
+    // (an offset, stride 1, no wrap), and partial tiles.
+    pf::PlaneWindow win;
+    std::uniform_int_distribution<int> small(1, 3);
+    win.wrap = trial != 1;
+    win.stride_h = win.wrap ? small(rng) : 1;
+    win.stride_w = win.wrap ? small(rng) : 1;
+    win.off_h = win.wrap ? 0 : std::uniform_int_distribution<int>(0, fh - 1)(rng);
+    win.off_w = win.wrap ? 0 : std::uniform_int_distribution<int>(0, fw - 1)(rng);
+    win.tile_h = std::uniform_int_distribution<int>(1, fh + 3)(rng);
+    const int tile_w = std::uniform_int_distribution<int>(1, fw + 3)(rng);
+    win.tile_w_div = detail::IntDivider(static_cast<std::uint32_t>(tile_w));
+    win.out_h = trial == 2 ? std::uniform_int_distribution<int>(1, win.tile_h)(rng) : win.tile_h;
+    win.out_w = trial == 2 ? std::uniform_int_distribution<int>(1, tile_w)(rng) : tile_w;
+    // The band of rows read, as the launcher computes it.
+    int band0 = 0, band_rows = 0;
+    pf::window_band(win.off_h, win.stride_h, win.tile_h, fh, win.wrap, band0, band_rows);
+    std::vector<float2> tw;
+    pf::fill_twiddle_table(pl, tw);
+    for (const int points : budgets(pl))
+      with_points(points, [&](auto pc) {
+        std::vector<float2> buf(std::size_t(pl.buffer), make_float2(nan, nan));
+        HostExec ex{pl.threads};
+        std::vector<cd> got(std::size_t(win.out_h) * win.out_w, cd(nan, 0));
+        std::vector<int> writes(got.size(), 0);
+        pf::inverse_program<decltype(pc)::value>(
+            ex, pl, buf.data(), tw.data(), tw.data() + fh, band0, band_rows, win,
+            host_fn([&](int i) {
+              EXPECT_TRUE(i >= 0 && i < fh * cw);
+              const cd s = spec[std::size_t(i)];
+              return make_float2(static_cast<float>(s.real()), static_cast<float>(s.imag()));
+            }),
+            host_fn([&](int p, int q, float v) {
+              EXPECT_TRUE(p >= 0 && p < win.out_h && q >= 0 && q < win.out_w);
+              got[std::size_t(p) * win.out_w + q] = cd(v, 0);
+              ++writes[std::size_t(p) * win.out_w + q];
+            }));
+        std::vector<cd> want(got.size());
+        for (int p = 0; p < win.out_h; ++p) {
+          for (int q = 0; q < win.out_w; ++q) {
+            const std::int64_t r =
+                detail::clip_read<std::int64_t>(p, win.stride_h, win.off_h, fh, win.wrap);
+            const std::int64_t x =
+                detail::clip_read<std::int64_t>(q, win.stride_w, win.off_w, fw, win.wrap);
+            want[std::size_t(p) * win.out_w + q] =
+                r >= 0 && x >= 0 ? a[std::size_t(r) * fw + x] * double(fh) * double(fw) : 0.0;
           }
-          for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
-          EXPECT_LT(rel_l2(got, want), 1e-6)
-              << fh << "x" << fw << " trial " << trial << " points " << points;
-          ++cases;
-        });
-    }
-  }
+        }
+        for (int w : writes) ASSERT_EQ(w, 1) << fh << "x" << fw;
+        EXPECT_LT(rel_l2(got, want), 1e-6)
+            << fh << "x" << fw << " trial " << trial << " points " << points;
+        ++cases;
+      });
+  });
   EXPECT_GE(cases, 40);
 }
 

@@ -87,8 +87,8 @@ BwdProblem::BwdProblem(const ConvDesc& d, std::uint64_t s, const std::vector<flo
   testing::DeviceBuffer dx64(sizeof(double) * d.x_elems()), dw64(sizeof(double) * d.w_elems());
   reference::conv2d_backward_data_device(d, dy32.as<float>(), w32.as<float>(), dx64.as<double>(),
                                          nullptr);
-  reference::conv2d_backward_filter_device(d, x32.as<float>(), dy32.as<float>(),
-                                           dw64.as<double>(), nullptr);
+  reference::conv2d_backward_filter_device(d, x32.as<float>(), dy32.as<float>(), dw64.as<double>(),
+                                           nullptr);
   testing::cuda_check(cudaDeviceSynchronize(), "backward oracles");
   ref_dx = download_f64(dx64, d.x_elems());
   ref_dw = download_f64(dw64, d.w_elems());
@@ -105,8 +105,8 @@ BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filte
   testing::DeviceBuffer dx(dtype_size(d.dtype) * d.x_elems()), ws(plan.workspace_size());
   dx.poison();
   if (keep_filter) plan.set_filter(p.w.get(), nullptr);
-  plan.backward_data(p.dy.get(), keep_filter ? nullptr : p.w.get(), dx.get(), ws.get(),
-                     ws.bytes(), nullptr);
+  plan.backward_data(p.dy.get(), keep_filter ? nullptr : p.w.get(), dx.get(), ws.get(), ws.bytes(),
+                     nullptr);
   testing::cuda_check(cudaDeviceSynchronize(), "backward_data");
   BwdResult r{{}, plan.describe(), plan.info(), download(dx, d.x_elems(), d.dtype)};
   r.err = testing::compare(r.out, p.ref_dx);
@@ -126,8 +126,7 @@ BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha, fl
     dw = testing::DeviceBuffer(dtype_size(out_dtype) * d.w_elems());
     dw.poison();
   }
-  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, alpha,
-                       beta);
+  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, alpha, beta);
   testing::cuda_check(cudaDeviceSynchronize(), "backward_filter");
   BwdResult r{{}, plan.describe(), plan.info(), download(dw, d.w_elems(), out_dtype)};
   std::vector<double> ref(p.ref_dw.size());
@@ -136,6 +135,33 @@ BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha, fl
   }
   r.err = testing::compare(r.out, ref);
   return r;
+}
+
+void backward_sweep(std::uint64_t seed, const Options& options, const PlanCheck& check) {
+  std::mt19937_64 gen(seed);
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const int count = dtype == DType::kF32 ? 20 : 6;
+    testing::RandomDescOptions shape;
+    shape.dtype = dtype;
+    for (int i = 0; i < count; ++i) {
+      const ConvDesc d = testing::random_desc(gen, shape);
+      const BwdProblem p(d, seed * 1000 + i);
+      const double tol = testing::tolerance(dtype);
+      for (const bool keep : {false, true}) {
+        const BwdResult dx = run_dgrad(p, options, keep);
+        check(d, dx.describe, dx.info);
+        EXPECT_TRUE(dx.err.pass(tol)) << "dgrad keep " << keep << " " << d.to_string() << ": "
+                                      << dx.err.to_string() << " plan: " << dx.describe;
+      }
+      const std::vector<float> dw0 =
+          testing::random_values(d.w_elems(), seed * 1000 + 500 + i, dtype);
+      const float beta = i % 2 ? 0.25f : 0.0f;
+      const BwdResult dw = run_wgrad(p, options, 0.5f, beta, &dw0);
+      check(d, dw.describe, dw.info);
+      EXPECT_TRUE(dw.err.pass(tol)) << "wgrad beta " << beta << " " << d.to_string() << ": "
+                                    << dw.err.to_string() << " plan: " << dw.describe;
+    }
+  }
 }
 
 std::vector<float> forward_in_graph(const Plan& plan, const Problem& p, const void* w,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,11 +13,11 @@
 #include "fftconv/fftconv.hpp"
 #include "testing/testing.h"
 
-#define FFTCONV_REQUIRE_GPU()                                  \
-  do {                                                         \
-    std::string fftconv_why_;                                  \
-    if (!::fftconv::testing::has_device(&fftconv_why_))        \
-      GTEST_SKIP() << fftconv_why_ << " (GPU test skipped)";   \
+#define FFTCONV_REQUIRE_GPU()                                \
+  do {                                                       \
+    std::string fftconv_why_;                                \
+    if (!::fftconv::testing::has_device(&fftconv_why_))      \
+      GTEST_SKIP() << fftconv_why_ << " (GPU test skipped)"; \
   } while (0)
 
 namespace fftconv::gputest {
@@ -33,9 +34,9 @@ struct Problem {
   ConvDesc desc;
   std::uint64_t seed = 0;
   bool with_bias = false;
-  testing::DeviceBuffer x, w, bias;           // engine inputs (desc.dtype)
-  testing::DeviceBuffer x32, w32, bias32;     // oracle inputs (fp32)
-  std::vector<double> ref;                    // oracle output
+  testing::DeviceBuffer x, w, bias;        // engine inputs (desc.dtype)
+  testing::DeviceBuffer x32, w32, bias32;  // oracle inputs (fp32)
+  std::vector<double> ref;                 // oracle output
 
   Problem(const ConvDesc& d, std::uint64_t seed, bool with_bias);
   /// The filter `wv` (d.w_elems() values exact in d.dtype) instead of a random one.
@@ -82,6 +83,15 @@ BwdResult run_dgrad(const BwdProblem& p, const Options& options, bool keep_filte
 /// and dw NaN-poisoned, when beta == 0) and compares with the oracle.
 BwdResult run_wgrad(const BwdProblem& p, const Options& options, float alpha = 1.0f,
                     float beta = 0.0f, const std::vector<float>* dw0 = nullptr);
+
+/// Checks a plan made in a sweep: the descriptor, describe() and info().
+using PlanCheck = std::function<void(const ConvDesc&, const std::string&, const PlanInfo&)>;
+
+/// The backward passes of a path over random descriptors drawn from `seed` (20 in fp32, 6 each
+/// in fp16 and bf16): backward data with the filter per call and kept, backward filter with
+/// alpha 0.5 and beta 0 or 0.25, each against the oracle; check(d, describe, info) on every
+/// plan (that it ran the path under test).
+void backward_sweep(std::uint64_t seed, const Options& options, const PlanCheck& check);
 
 /// Captures one forward call of `plan` (filter `w`, null for the kept one; `bias` may be null)
 /// on a non-blocking stream into a CUDA graph, replays it `replays` times and returns the fp32

@@ -25,27 +25,13 @@ bool pads_in_callback(const std::string& describe) {
 // The callback tests skip, saying why, where cuFFT makes no plan with any LTO callback (not even
 // the library's trivial probe): the machine, not the pad callback. Where it links the probe, a
 // plan that does not pad in the callback fails the test.
-#define FFTCONV_REQUIRE_LTO_CALLBACKS()                                                    \
-  do {                                                                                     \
-    FFTCONV_REQUIRE_GPU();                                                                 \
-    const std::string probe = Plan(small_desc(), callbacks(Algo::kFft)).describe();        \
-    if (probe.find(detail::kNoLtoCallbacks) != std::string::npos)                          \
-      GTEST_SKIP() << "cuFFT links no LTO callback on this machine: " << probe;            \
+#define FFTCONV_REQUIRE_LTO_CALLBACKS()                                             \
+  do {                                                                              \
+    FFTCONV_REQUIRE_GPU();                                                          \
+    const std::string probe = Plan(small_desc(), callbacks(Algo::kFft)).describe(); \
+    if (probe.find(detail::kNoLtoCallbacks) != std::string::npos)                   \
+      GTEST_SKIP() << "cuFFT links no LTO callback on this machine: " << probe;     \
   } while (0)
-
-/// Backward filter with a per-call NaN-poisoned dw, against the oracle.
-BwdResult run_wgrad_once(const BwdProblem& p, const Options& options) {
-  const ConvDesc& d = p.desc;
-  Plan plan(d, with_pass(options, Pass::kBackwardFilter));
-  testing::DeviceBuffer dw(dtype_size(d.dtype) * d.w_elems()), ws(plan.workspace_size());
-  dw.poison();
-  plan.backward_filter(p.x.get(), p.dy.get(), dw.get(), ws.get(), ws.bytes(), nullptr, 1.0f,
-                       0.0f);
-  testing::cuda_check(cudaDeviceSynchronize(), "backward_filter");
-  BwdResult r{{}, plan.describe(), plan.info(), download(dw, d.w_elems(), d.dtype)};
-  r.err = testing::compare(r.out, p.ref_dw);
-  return r;
-}
 
 TEST(Callbacks, ForwardMatchesOracleInEveryDtype) {
   FFTCONV_REQUIRE_LTO_CALLBACKS();
@@ -81,8 +67,8 @@ TEST(Callbacks, TiledForwardMatchesOracle) {
     EXPECT_EQ(r.info.algo, Algo::kFftTiled) << d.to_string();
     EXPECT_TRUE(pads_in_callback(r.describe)) << d.to_string() << ": " << r.describe;
     EXPECT_TRUE(r.err.pass(testing::tolerance(dtype)))
-        << d.to_string() << " tile " << o.fft_h << "x" << o.fft_w
-                                  << ": " << r.err.to_string() << " plan: " << r.describe;
+        << d.to_string() << " tile " << o.fft_h << "x" << o.fft_w << ": " << r.err.to_string()
+        << " plan: " << r.describe;
   }
 }
 
@@ -90,27 +76,10 @@ TEST(Callbacks, TiledForwardMatchesOracle) {
 // the stride.
 TEST(Callbacks, BackwardPassesMatchOracle) {
   FFTCONV_REQUIRE_LTO_CALLBACKS();
-  std::mt19937_64 gen(1203);
-  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    const int count = dtype == DType::kF32 ? 20 : 6;
-    testing::RandomDescOptions shape;
-    shape.dtype = dtype;
-    for (int i = 0; i < count; ++i) {
-      const ConvDesc d = testing::random_desc(gen, shape);
-      const BwdProblem p(d, 1203000 + i);
-      const double tol = testing::tolerance(dtype);
-      for (const bool keep : {false, true}) {
-        const BwdResult dx = run_dgrad(p, callbacks(Algo::kFft), keep);
-        EXPECT_TRUE(pads_in_callback(dx.describe)) << d.to_string() << ": " << dx.describe;
-        EXPECT_TRUE(dx.err.pass(tol)) << "dgrad keep " << keep << " " << d.to_string() << ": "
-                                      << dx.err.to_string() << " plan: " << dx.describe;
-      }
-      const BwdResult dw = run_wgrad_once(p, callbacks(Algo::kFft));
-      EXPECT_TRUE(pads_in_callback(dw.describe)) << d.to_string() << ": " << dw.describe;
-      EXPECT_TRUE(dw.err.pass(tol))
-          << "wgrad " << d.to_string() << ": " << dw.err.to_string() << " plan: " << dw.describe;
-    }
-  }
+  backward_sweep(1203, callbacks(Algo::kFft),
+                 [](const ConvDesc& d, const std::string& describe, const PlanInfo&) {
+                   EXPECT_TRUE(pads_in_callback(describe)) << d.to_string() << ": " << describe;
+                 });
 }
 
 // Tensors that are not 16-byte aligned (cuFFT wants its input pointer aligned) take the pad
@@ -145,11 +114,11 @@ TEST(Callbacks, MisalignedTensorsAndRepeatedCalls) {
     const double tol = testing::tolerance(dtype);
     for (int call = 0; call < 3; ++call) {
       const auto misaligned = run(x_off, w_off);
-      EXPECT_TRUE(testing::compare(misaligned, p.ref).pass(tol)) << dtype_name(dtype) << " call "
-                                                                  << call;
+      EXPECT_TRUE(testing::compare(misaligned, p.ref).pass(tol))
+          << dtype_name(dtype) << " call " << call;
       const auto aligned = run(p.x.get(), p.w.get());
-      EXPECT_TRUE(testing::compare(aligned, p.ref).pass(tol)) << dtype_name(dtype) << " call "
-                                                               << call;
+      EXPECT_TRUE(testing::compare(aligned, p.ref).pass(tol))
+          << dtype_name(dtype) << " call " << call;
     }
   }
 }

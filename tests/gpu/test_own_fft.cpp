@@ -205,32 +205,12 @@ TEST(OwnFft, TiledForwardMatchesOracle) {
 // and beta in the clip).
 TEST(OwnFft, BackwardPassesMatchOracle) {
   FFTCONV_REQUIRE_GPU();
-  std::mt19937_64 gen(1304);
-  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    const int count = dtype == DType::kF32 ? 20 : 6;
-    testing::RandomDescOptions shape;
-    shape.dtype = dtype;
-    for (int i = 0; i < count; ++i) {
-      const ConvDesc d = testing::random_desc(gen, shape);
-      const BwdProblem p(d, 1304000 + i);
-      const double tol = testing::tolerance(dtype);
-      for (const bool keep : {false, true}) {
-        const BwdResult dx = run_dgrad(p, own(Algo::kFft), keep);
-        if (detail::plane_fft_supported(dx.info.fft_h, dx.info.fft_w, nullptr)) {
-          EXPECT_TRUE(uses_own(dx.describe)) << d.to_string() << ": " << dx.describe;
-        }
-        EXPECT_TRUE(dx.err.pass(tol)) << "dgrad keep " << keep << " " << d.to_string() << ": "
-                                      << dx.err.to_string() << " plan: " << dx.describe;
-      }
-      std::vector<float> dw0 = testing::random_values(d.w_elems(), 1304500 + i, dtype);
-      const BwdResult dw = run_wgrad(p, own(Algo::kFft), 0.5f, i % 2 ? 0.25f : 0.0f, &dw0);
-      if (detail::plane_fft_supported(dw.info.fft_h, dw.info.fft_w, nullptr)) {
-        EXPECT_TRUE(uses_own(dw.describe)) << d.to_string() << ": " << dw.describe;
-      }
-      EXPECT_TRUE(dw.err.pass(tol))
-          << "wgrad " << d.to_string() << ": " << dw.err.to_string() << " plan: " << dw.describe;
-    }
-  }
+  backward_sweep(1304, own(Algo::kFft),
+                 [](const ConvDesc& d, const std::string& describe, const PlanInfo& info) {
+                   if (detail::plane_fft_supported(info.fft_h, info.fft_w, nullptr)) {
+                     EXPECT_TRUE(uses_own(describe)) << d.to_string() << ": " << describe;
+                   }
+                 });
 }
 
 // Repeated calls (replayed as a CUDA graph from the second on) and a captured call give the
