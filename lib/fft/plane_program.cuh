@@ -6,21 +6,20 @@
 // A plane of fh x fw reals has cw = fw/2 + 1 complex columns (cuFFT's half spectrum, in cuFFT's
 // layout and unnormalised, so the GEMM and the kept spectra are the same either way). Both
 // directions keep one plane in a shared buffer of float2 and transform it by lines:
-//   forward   rows: the band of rows that can hold data (the rest are zeros and skip their
-//             transform) goes two rows per complex line (even row real, odd row imaginary),
-//             read straight from the source tensor by the first pass; columns: the first pass
-//             separates each line's two real spectra as it reads them, the last writes the
-//             spectrum to global memory.
-//   inverse   columns first (the first pass reads the spectrum from global memory), then the
-//             rows the output window reads, two per complex line (Hermitian completion as they
-//             are read), whose real results stay in the buffer for the window's gather.
+//   forward   the band of rows that can hold data (the rest are zeros and skip their
+//             transform) is copied in from the source tensor two rows per complex line (even
+//             row real, odd row imaginary); the row passes; the column passes, whose first
+//             separates each line's two real spectra as it reads them; the spectrum copied out.
+//   inverse   the spectrum copied in; the column passes; the passes of the rows the output
+//             window reads, two per complex line (Hermitian completion as the first reads them),
+//             whose real results stay in the buffer for the window's gather.
 // Every line is transformed by Stockham passes of runtime radix (2 to 16, smooth), a butterfly
 // per work item: its R points are read, multiplied by twiddles from a table and transformed in
 // registers (dft<R>), the block synchronises, and the points are written to their self-sorted
 // places (output in natural order, no bit reversal). All reads of a pass complete before any
 // write, so one buffer serves every pass in place. Consecutive threads take consecutive points
-// of a row, or consecutive columns: shared memory without bank conflicts, global memory
-// coalesced.
+// of a row (skewed against bank conflicts: row_slot), or consecutive columns; the copies between
+// global and shared memory are coalesced, four reads in flight per thread.
 #pragma once
 
 #include <cstddef>
@@ -48,8 +47,8 @@ constexpr int kMaxPasses = 6;
 FFTCONV_DFT_HD constexpr int items_of(int points, int radix) {
   return points / radix < 4 ? (points / radix > 1 ? points / radix : 1) : 4;
 }
-/// The register budgets: 16 points (no spills under 128 registers) where the plane's threads
-/// stay within the block, else 32.
+/// The register budgets: 16 points where the plane's passes then fit kMaxThreads threads (the
+/// kernel capped at 80 registers), else 32 (128 registers).
 constexpr int kSmallPoints = 16, kLargePoints = 32;
 constexpr int kMaxThreads = 512;  // the kernels' launch bound: 128 registers a thread
 /// Shared memory of a block at most (the buffer and the two twiddle tables): two blocks per SM.
