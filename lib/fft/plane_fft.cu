@@ -75,7 +75,9 @@ __device__ __forceinline__ SharedPlane shared_plane(Exec& ex, const PlaneFftPlan
   return sh;
 }
 
-// Registers a thread may use: 128 (the 512-thread bound's) with 32 points a pass; with 16,
+// Registers a thread may use (__maxnreg__, which nvcc does not combine with __launch_bounds__;
+// make_plane_fft_plan keeps blocks within kMaxThreads, and 128 x 512 fills the register file):
+// 128 with 32 points a pass; with 16,
 // at most 80, so that two blocks of 384 threads (an 81 x 81 plane) share an SM and one's
 // barriers overlap the other's memory traffic. ptxas (sm_90): the 16-point kernels spill about
 // 0.5 KB at 80 registers, none at 104; the 32-point ones 0.8 KB at 128. Not yet timed.
@@ -85,7 +87,7 @@ constexpr int kMaxRegisters = kPoints == planefft::kSmallPoints ? 80 : 128;
 // Block (x, y): planes x, x + gridDim.x, ... of segment y. kPoints: a thread's register budget
 // per pass (PlaneFftPlan::points).
 template <int kPoints>
-__global__ void __launch_bounds__(planefft::kMaxThreads) __maxnreg__(kMaxRegisters<kPoints>)
+__global__ void __maxnreg__(kMaxRegisters<kPoints>)
     spectrum_kernel(const __grid_constant__ SpectrumParams p) {
   const PlaneFftPlan& pl = p.plan;
   DeviceExec ex;
@@ -129,7 +131,7 @@ struct ClipSpectrumParams {
 
 // Block x: result planes x, x + gridDim.x, ...; each writes its tile of its output plane.
 template <int kPoints>
-__global__ void __launch_bounds__(planefft::kMaxThreads) __maxnreg__(kMaxRegisters<kPoints>)
+__global__ void __maxnreg__(kMaxRegisters<kPoints>)
     clip_spectrum_kernel(const __grid_constant__ ClipSpectrumParams c) {
   const PlaneFftPlan& pl = c.plan;
   const ClipArgs& a = c.a;
