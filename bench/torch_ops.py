@@ -614,6 +614,9 @@ def parse_args(argv):
                     default="auto",
                     help="fftconv.backends.cudnn_search: how the engine's own cuDNN path finds "
                          "its algorithm (default auto: the faster of find and graph)")
+    ap.add_argument("--own-fft", action="store_true",
+                    help="fftconv.backends.own_fft: the engine's FFT plans transform their planes "
+                         "in the own one-pass kernels instead of cuFFT")
     ap.add_argument("--reference", choices=("f64", "f32"), default="f64",
                     help="what rel_l2 is against: torch on float64 copies of the inputs "
                          "(default), or torch in fp32 with TF32 off (faster on large rows; "
@@ -667,6 +670,7 @@ def main(argv=None):
         torch.cuda.set_device(device)
     tb.configure_torch(torch, True)
     fftconv.backends.cudnn_search = args.cudnn_search
+    fftconv.backends.own_fft = args.own_fft
 
     to_file = args.out != "-"
     log = sys.stdout if to_file else sys.stderr  # keep stdout pure JSON with --out -
@@ -675,7 +679,7 @@ def main(argv=None):
                cold_flush_bytes=FLUSH_BYTES if device.type == "cuda" else 0,
                host_calls=args.host_calls, host_batch=HOST_BATCH, host_budget_s=args.host_budget_s,
                passes=args.passes, dtypes=args.dtypes, algo=args.algo, reference=args.reference,
-               cudnn_search=args.cudnn_search, fftconv_version=getattr(fftconv, "__version__", ""),
+               cudnn_search=args.cudnn_search, own_fft=args.own_fft, fftconv_version=getattr(fftconv, "__version__", ""),
                fftconv_build=dict(getattr(fftconv.backends, "build_info", {})))
     notes = []
     if args.cpp_bench:
