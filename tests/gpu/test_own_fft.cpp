@@ -17,21 +17,6 @@ namespace {
 
 constexpr const char* kOwnKernels = "own plane kernels";
 
-ConvDesc make_desc(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                   std::int64_t r, std::int64_t s, std::int64_t pad_h, std::int64_t pad_w) {
-  ConvDesc d;
-  d.n = n;
-  d.c = c;
-  d.h = h;
-  d.w = w;
-  d.k = k;
-  d.r = r;
-  d.s = s;
-  d.pad_h = pad_h;
-  d.pad_w = pad_w;
-  return d;
-}
-
 Options own(Algo algo) {
   Options o;
   o.algo = algo;
@@ -153,7 +138,7 @@ TEST(OwnFft, StagesMatchCufftAndTheClip) {
   }
   EXPECT_GE(cases, 18);
   // multichannel_r45's planes: 81 x 81, filter 45 x 45, input 56 x 56 padded by 22.
-  const ConvDesc r45 = make_desc(2, 4, 56, 56, 4, 45, 45, 22, 22);
+  const ConvDesc r45 = ConvDesc::parse("n2c4h56w56k4r45s45p22x22u1x1d1x1g1f32");
   check_stages(r45, detail::make_fft_geometry(r45, 81, 81), DType::kF32, 1301100);
 }
 
@@ -217,7 +202,7 @@ TEST(OwnFft, BackwardPassesMatchOracle) {
 // first call's bits.
 TEST(OwnFft, RepeatedAndCapturedCallsAgree) {
   FFTCONV_REQUIRE_GPU();
-  const ConvDesc d = make_desc(2, 3, 40, 36, 4, 17, 13, 8, 6);
+  const ConvDesc d = ConvDesc::parse("n2c3h40w36k4r17s13p8x6u1x1d1x1g1f32");
   const Problem p(d, 1305, true);
   const Plan plan(d, own(Algo::kFft));
   ASSERT_TRUE(uses_own(plan.describe())) << plan.describe();
