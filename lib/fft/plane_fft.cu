@@ -80,7 +80,8 @@ __device__ __forceinline__ SharedPlane shared_plane(Exec& ex, const PlaneFftPlan
 // 128 with 32 points a pass; with 16,
 // at most 80, so that two blocks of 384 threads (an 81 x 81 plane) share an SM and one's
 // barriers overlap the other's memory traffic. ptxas (sm_90): the 16-point kernels spill about
-// 0.5 KB at 80 registers, none at 104; the 32-point ones 0.8 KB at 128. Not yet timed.
+// 0.5 KB at 80 registers, none at 104; the 32-point ones about 1 KB at 128 (0.8 KB with the odd
+// radices as plain sums, which take a tenth more instructions). Not yet timed.
 template <int kPoints>
 constexpr int kMaxRegisters = kPoints == planefft::kSmallPoints ? 80 : 128;
 

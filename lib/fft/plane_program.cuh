@@ -15,11 +15,11 @@
 //             whose real results stay in the buffer for the window's gather.
 // Every line is transformed by Stockham passes of runtime radix (2 to 16, smooth), a butterfly
 // per work item: its R points are read, multiplied by twiddles from a table and transformed in
-// registers (dft<R>), the block synchronises, and the points are written to their self-sorted
-// places (output in natural order, no bit reversal). All reads of a pass complete before any
-// write, so one buffer serves every pass in place. Consecutive threads take consecutive points
-// of a row (skewed against bank conflicts: row_slot), or consecutive columns; the copies between
-// global and shared memory are coalesced, four reads in flight per thread.
+// registers (smooth_dft<R>), the block synchronises, and the points are written to their
+// self-sorted places (output in natural order, no bit reversal). All reads of a pass complete
+// before any write, so one buffer serves every pass in place. Consecutive threads take
+// consecutive points of a row (skewed against bank conflicts: row_slot), or consecutive columns;
+// the copies between global and shared memory are coalesced, four reads in flight per thread.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +37,7 @@ using fused::cadd;
 using fused::cconj;
 using fused::cmul;
 using fused::csub;
+using fused::smooth_dft;
 using fused::static_for;
 using fused::times_i;
 using fused::times_minus_i;
@@ -55,89 +56,6 @@ constexpr int kMaxThreads = 512;  // the kernels' launch bound: 128 registers a 
 constexpr std::size_t kMaxSmemBytes = 100 * 1024;
 /// Radices of the passes, tried largest first when a line length is split.
 constexpr int kRadices[] = {16, 9, 8, 7, 6, 5, 4, 3, 2};
-
-// ---- in-register DFT of any small smooth length ----------------------------------------------
-
-FFTCONV_DFT_HD constexpr bool is_prime(int n) {
-  if (n < 2) return false;
-  for (int d = 2; d * d <= n; ++d) {
-    if (n % d == 0) return false;
-  }
-  return true;
-}
-
-/// How dft<R> splits a composite R: by 4 where it can (its butterfly needs no multiply), else by
-/// the smallest prime factor.
-FFTCONV_DFT_HD constexpr int first_split(int r) {
-  if (r % 4 == 0 && r > 4) return 4;
-  for (int d = 2; d <= r; ++d) {
-    if (r % d == 0) return d;
-  }
-  return r;
-}
-
-/// Unnormalised DFT of R points in place, natural order in and out: X[k] = sum_n v[n] w^(nk),
-/// w = exp(-2 pi i / R) forward, exp(+2 pi i / R) inverse. Twiddles are compile-time constants.
-template <int R, bool kInverse>
-FFTCONV_DFT_HD void dft(float2 (&v)[R]) {
-  if constexpr (R == 2) {
-    const float2 a = v[0];
-    v[0] = cadd(a, v[1]);
-    v[1] = csub(a, v[1]);
-  } else if constexpr (R == 3) {
-    // v1 w + v2 w^2 = -(v1 + v2)/2 -+ i sqrt(3)/2 (v1 - v2) for w = exp(-+2 pi i / 3).
-    constexpr float kS = 0.86602540378443864676f;
-    const float2 t = cadd(v[1], v[2]);
-    const float2 d = csub(v[1], v[2]);
-    const float2 m = make_float2(v[0].x - 0.5f * t.x, v[0].y - 0.5f * t.y);
-    const float2 s = make_float2(kS * d.x, kS * d.y);
-    v[0] = cadd(v[0], t);
-    v[1] = kInverse ? cadd(m, times_i(s)) : cadd(m, times_minus_i(s));
-    v[2] = kInverse ? cadd(m, times_minus_i(s)) : cadd(m, times_i(s));
-  } else if constexpr (R == 4) {
-    const float2 b0 = cadd(v[0], v[2]), b1 = csub(v[0], v[2]), b2 = cadd(v[1], v[3]);
-    const float2 b3 = kInverse ? times_i(csub(v[1], v[3])) : times_minus_i(csub(v[1], v[3]));
-    v[0] = cadd(b0, b2);
-    v[1] = cadd(b1, b3);
-    v[2] = csub(b0, b2);
-    v[3] = csub(b1, b3);
-  } else if constexpr (is_prime(R)) {
-    float2 x[R];
-    static_for<0, R>([&](auto kc) {
-      constexpr int k = decltype(kc)::value;
-      float2 acc = v[0];
-      static_for<1, R>([&](auto nc) {
-        constexpr int n = decltype(nc)::value;
-        acc = cadd(acc, fused::twiddle<R, (n * k) % R, kInverse>(v[n]));
-      });
-      x[k] = acc;
-    });
-    FFTCONV_DFT_UNROLL
-    for (int k = 0; k < R; ++k) v[k] = x[k];
-  } else {
-    // Decimation in time: P interleaved subsequences of Q points, their DFTs, then per output
-    // column k2 a twiddled P-point DFT: X[k2 + Q k1] = sum_n1 w_P^(n1 k1) w_R^(n1 k2) U_n1[k2].
-    constexpr int P = first_split(R), Q = R / P;
-    float2 u[P][Q];
-    FFTCONV_DFT_UNROLL
-    for (int n1 = 0; n1 < P; ++n1) {
-      FFTCONV_DFT_UNROLL
-      for (int n2 = 0; n2 < Q; ++n2) u[n1][n2] = v[P * n2 + n1];
-      dft<Q, kInverse>(u[n1]);
-    }
-    static_for<0, Q>([&](auto k2c) {
-      constexpr int k2 = decltype(k2c)::value;
-      float2 t[P];
-      static_for<0, P>([&](auto n1c) {
-        constexpr int n1 = decltype(n1c)::value;
-        t[n1] = fused::twiddle<R, n1 * k2, kInverse>(u[n1][k2]);
-      });
-      dft<P, kInverse>(t);
-      FFTCONV_DFT_UNROLL
-      for (int k1 = 0; k1 < P; ++k1) v[k2 + Q * k1] = t[k1];
-    });
-  }
-}
 
 // ---- a line's passes, and a plane's plan --------------------------------------------------------
 
@@ -325,7 +243,7 @@ FFTCONV_DFT_HD void pass_read(int t, int threads, const PassInfo& p, int lines, 
           v[m] = cmul(v[m], kInverse ? cconj(w) : w);
         }
       }
-      dft<R, kInverse>(v);
+      smooth_dft<R, kInverse>(v);
       FFTCONV_DFT_UNROLL
       for (int m = 0; m < R; ++m) s.v[it * R + m] = v[m];
     }
@@ -404,7 +322,7 @@ struct PassBody {
   }
 };
 
-/// One pass over every line, its radix dispatched to dft<R>. ex.step(body) runs
+/// One pass over every line, its radix dispatched to smooth_dft<R>. ex.step(body) runs
 /// body.read(t, threads, state) on every thread, synchronises, then body.write(t, threads,
 /// state), and synchronises again.
 #pragma nv_exec_check_disable

@@ -1,13 +1,14 @@
 // In-register DFTs of a compile-time length for the fused path (lib/fused/fused_program.cuh).
 //
-// A thread holds a whole line of N complex points (N = 4 to 64, a power of two) in a float2 array
-// and transforms it by decimation in frequency (radix-4 stages, a radix-2 one for odd log2 N):
-// natural order in, bit-reversed order out
-// (`brev`), so no data moves for the permutation. Every index and every twiddle factor is a
-// compile-time constant: the twiddles come from constexpr trigonometry evaluated by the compiler
-// and enter the arithmetic as immediates, the trivial ones (1, -i) cost no multiply, and the
-// arrays stay in registers. The same code runs on the host, where the CPU tests emulate the
-// kernels with it (tests/cpu/test_fused_program.cu).
+// A thread holds a whole line of N complex points in a float2 array and transforms it: a power of
+// two (4 to 64) by decimation in frequency (radix-4 stages, a radix-2 one for odd log2 N),
+// natural order in, bit-reversed order out (`brev`), so no data moves for the permutation; any
+// other smooth length (and the Stockham passes' radices, lib/fft/plane_program.cuh) by mixed-radix
+// decimation in time, natural order in and out (`smooth_dft`); `line_dft` and `line_slot` pick.
+// Every index and every twiddle factor is a compile-time constant: the twiddles come from
+// constexpr trigonometry evaluated by the compiler and enter the arithmetic as immediates, the
+// trivial ones (1, -i) cost no multiply, and the arrays stay in registers. The same code runs on
+// the host, where the CPU tests emulate the kernels with it (tests/cpu/test_fused_program.cu).
 #pragma once
 
 #include <type_traits>
@@ -186,6 +187,130 @@ template <int N, bool kInverse>
 FFTCONV_DFT_HD void dft(float2 (&v)[N]) {
   static_assert(N >= 2 && (N & (N - 1)) == 0, "a power of two");
   dif_stages<N, N / 2, kInverse>(v);
+}
+
+// ---- any small smooth length, natural order -----------------------------------------------
+
+FFTCONV_DFT_HD constexpr bool is_pow2(int n) { return n >= 1 && (n & (n - 1)) == 0; }
+
+FFTCONV_DFT_HD constexpr bool is_prime(int n) {
+  if (n < 2) return false;
+  for (int d = 2; d * d <= n; ++d) {
+    if (n % d == 0) return false;
+  }
+  return true;
+}
+
+/// How smooth_dft splits a composite R: by 4 where it can (its butterfly needs no multiply),
+/// else by the smallest prime factor.
+FFTCONV_DFT_HD constexpr int first_split(int r) {
+  if (r % 4 == 0 && r > 4) return 4;
+  for (int d = 2; d <= r; ++d) {
+    if (r % d == 0) return d;
+  }
+  return r;
+}
+
+/// Unnormalised DFT of R points in place, natural order in and out: X[k] = sum_n v[n] w^(nk),
+/// w = exp(-2 pi i / R) forward, exp(+2 pi i / R) inverse, for any R whose prime factors are
+/// small (the code grows with each prime's square). Twiddles are compile-time constants.
+template <int R, bool kInverse>
+FFTCONV_DFT_HD void smooth_dft(float2 (&v)[R]) {
+  if constexpr (R == 2) {
+    const float2 a = v[0];
+    v[0] = cadd(a, v[1]);
+    v[1] = csub(a, v[1]);
+  } else if constexpr (R == 3) {
+    // v1 w + v2 w^2 = -(v1 + v2)/2 -+ i sqrt(3)/2 (v1 - v2) for w = exp(-+2 pi i / 3).
+    constexpr float kS = 0.86602540378443864676f;
+    const float2 t = cadd(v[1], v[2]);
+    const float2 d = csub(v[1], v[2]);
+    const float2 m = make_float2(v[0].x - 0.5f * t.x, v[0].y - 0.5f * t.y);
+    const float2 s = make_float2(kS * d.x, kS * d.y);
+    v[0] = cadd(v[0], t);
+    v[1] = kInverse ? cadd(m, times_i(s)) : cadd(m, times_minus_i(s));
+    v[2] = kInverse ? cadd(m, times_minus_i(s)) : cadd(m, times_i(s));
+  } else if constexpr (R == 4) {
+    const float2 b0 = cadd(v[0], v[2]), b1 = csub(v[0], v[2]), b2 = cadd(v[1], v[3]);
+    const float2 b3 = kInverse ? times_i(csub(v[1], v[3])) : times_minus_i(csub(v[1], v[3]));
+    v[0] = cadd(b0, b2);
+    v[1] = cadd(b1, b3);
+    v[2] = csub(b0, b2);
+    v[3] = csub(b1, b3);
+  } else if constexpr (is_prime(R)) {
+    // Odd prime: with s_j = v_j + v_(R-j) and d_j = v_j - v_(R-j) (j = 1 .. H),
+    // X[k], X[R-k] = a_k -+ i b_k (forward; +- inverse), a_k = v_0 + sum_j cos(2 pi jk/R) s_j,
+    // b_k = sum_j sin(2 pi jk/R) d_j: half the multiplies of the plain sum.
+    constexpr int H = (R - 1) / 2;
+    float2 s[H + 1], d[H + 1];
+    float2 x0 = v[0];
+    static_for<1, H + 1>([&](auto jc) {
+      constexpr int j = decltype(jc)::value;
+      s[j] = cadd(v[j], v[R - j]);
+      d[j] = csub(v[j], v[R - j]);
+      x0 = cadd(x0, s[j]);
+    });
+    static_for<1, H + 1>([&](auto kc) {
+      constexpr int k = decltype(kc)::value;
+      float2 a = v[0], b = make_float2(0.0f, 0.0f);
+      static_for<1, H + 1>([&](auto jc) {
+        constexpr int j = decltype(jc)::value;
+        constexpr SinCos sc = sincos_turn(double((j * k) % R) / double(R));
+        constexpr float c = static_cast<float>(sc.c), sn = static_cast<float>(sc.s);
+        a = make_float2(a.x + c * s[j].x, a.y + c * s[j].y);
+        b = make_float2(b.x + sn * d[j].x, b.y + sn * d[j].y);
+      });
+      // v[k] and v[R - k] are read only through s and d, which every k has by now.
+      v[k] = kInverse ? cadd(a, times_i(b)) : cadd(a, times_minus_i(b));
+      v[R - k] = kInverse ? cadd(a, times_minus_i(b)) : cadd(a, times_i(b));
+    });
+    v[0] = x0;
+  } else {
+    // Decimation in time: P interleaved subsequences of Q points, their DFTs, then per output
+    // column k2 a twiddled P-point DFT: X[k2 + Q k1] = sum_n1 w_P^(n1 k1) w_R^(n1 k2) U_n1[k2].
+    constexpr int P = first_split(R), Q = R / P;
+    float2 u[P][Q];
+    FFTCONV_DFT_UNROLL
+    for (int n1 = 0; n1 < P; ++n1) {
+      FFTCONV_DFT_UNROLL
+      for (int n2 = 0; n2 < Q; ++n2) u[n1][n2] = v[P * n2 + n1];
+      smooth_dft<Q, kInverse>(u[n1]);
+    }
+    static_for<0, Q>([&](auto k2c) {
+      constexpr int k2 = decltype(k2c)::value;
+      float2 t[P];
+      static_for<0, P>([&](auto n1c) {
+        constexpr int n1 = decltype(n1c)::value;
+        t[n1] = twiddle<R, n1 * k2, kInverse>(u[n1][k2]);
+      });
+      smooth_dft<P, kInverse>(t);
+      FFTCONV_DFT_UNROLL
+      for (int k1 = 0; k1 < P; ++k1) v[k2 + Q * k1] = t[k1];
+    });
+  }
+}
+
+// ---- a line ------------------------------------------------------------------------------------
+
+/// The DFT of a line of N points (forward or inverse, unnormalised): a power of two by the
+/// radix-4 stages above (X[k] left in v[brev<N>(k)]), any other smooth N by smooth_dft (natural
+/// order). line_slot<N>(k) is where X[k] is left either way.
+template <int N, bool kInverse>
+FFTCONV_DFT_HD void line_dft(float2 (&v)[N]) {
+  if constexpr (is_pow2(N)) {
+    dft<N, kInverse>(v);
+  } else {
+    smooth_dft<N, kInverse>(v);
+  }
+}
+
+template <int N>
+FFTCONV_DFT_HD constexpr int line_slot(int k) {
+  if constexpr (is_pow2(N)) {
+    return brev<N>(k);
+  } else {
+    return k;
+  }
 }
 
 }  // namespace fftconv::detail::fused

@@ -112,7 +112,7 @@ void check_dft(std::mt19937& rng) {
     v[i] = make_float2(u(rng), u(rng));
     ref[i] = cd(v[i].x, v[i].y);
   }
-  pf::dft<R, kInverse>(v);
+  pf::smooth_dft<R, kInverse>(v);
   const std::vector<cd> want = dft_ref(ref, kInverse);
   std::vector<cd> got(R);
   for (int i = 0; i < R; ++i) got[i] = cd(v[i].x, v[i].y);
@@ -134,6 +134,9 @@ TEST(PlaneProgram, RegisterDftOfEveryRadix) {
     check_dft<10, kInv>(rng);
     check_dft<12, kInv>(rng);
     check_dft<15, kInv>(rng);
+    check_dft<11, kInv>(rng);
+    check_dft<13, kInv>(rng);
+    check_dft<14, kInv>(rng);
     check_dft<16, kInv>(rng);
   });
 }
