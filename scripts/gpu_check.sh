@@ -44,8 +44,9 @@
 # step's shared filter spectrum, fftconv-bench --shared-spectrum on suite.csv, fwd and dgrad:
 # spectrum.json; FFTCONV_SPECTRUM_ARGS appended; not by default), fused (the fused small-plane
 # path: its GPU tests, racecheck over its kernels, and the small-plane suite rows with --algo
-# fft_fused, fft and auto: fused-*.txt and fused-*.json; FFTCONV_FUSED_ALGOS, FFTCONV_FUSED_ARGS,
-# FFTCONV_FUSED_PASSES (default fwd,dgrad,wgrad);
+# fft_fused, fft and auto: fused-*.txt and fused-*.json, and the rows whose fused size lies
+# between powers of two forced to the next power of two: fused-pow2-*; FFTCONV_FUSED_ALGOS,
+# FFTCONV_FUSED_ARGS, FFTCONV_FUSED_PASSES (default fwd,dgrad,wgrad);
 # not by default), borders (border modes: the GPU tests of borders, the separable path, the
 # device oracles and autotuning, the Python padding_mode tests, and fftconv-bench on
 # bench/borders.csv, every pass with random filters and the forward pass with kept Gaussians:
@@ -497,6 +498,18 @@ if step fused; then
       --verify --no-cudnn ${FFTCONV_FUSED_ARGS:-} --json "$OUT/fused-$algo.json" \
       >"$OUT/fused-$algo.txt" 2>&1 || status=1
     echo "== --algo $algo"; cat "$OUT/fused-$algo.txt"
+  done
+  # The sizes between the powers of two against the next power of two, forced, on the same
+  # machine (replknet_dw31_56 runs 72x72 by default, slak_dw51_28 56x56): fused-pow2-*.
+  for pair in replknet_dw31_56:128 slak_dw51_28:64; do
+    row=${pair%%:*} f=${pair##*:}
+    grep -E "^(name|$row)," data/shapes/suite.csv >"$OUT/fused-pow2-$row.csv"
+    # shellcheck disable=SC2086
+    limited fused "$BUILD/apps/fftconv-bench" --shapes "$OUT/fused-pow2-$row.csv" \
+      --pass "${FFTCONV_FUSED_PASSES:-fwd,dgrad,wgrad}" --algo fft_fused --fft "${f}x$f" --verify \
+      --no-cudnn ${FFTCONV_FUSED_ARGS:-} --json "$OUT/fused-pow2-$row.json" \
+      >"$OUT/fused-pow2-$row.txt" 2>&1 || status=1
+    echo "== --algo fft_fused --fft ${f}x$f"; cat "$OUT/fused-pow2-$row.txt"
   done
 fi
 if step ownfft; then

@@ -3,7 +3,10 @@
 // (lib/fused/fused_conv.h). Serves the problems the small-plane networks run: one input and one
 // output channel per group (depthwise, single-channel heatmaps), FFT planes up to 128x128, every
 // pass (the backward filter sums each channel's products over the batch in the frequency
-// domain, lib/fused/fused_conv.h).
+// domain, lib/fused/fused_conv.h), at the smallest of the sizes kFusedSizes lists that holds the
+// plane's exact period.
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "algos/registry.h"
@@ -18,8 +21,8 @@ namespace fftconv::detail {
 
 namespace {
 
-std::string size_text(int log_f) {
-  const std::string f = std::to_string(std::int64_t{1} << log_f);
+std::string size_text(int size) {
+  const std::string f = std::to_string(size);
   return f + "x" + f;
 }
 
@@ -27,16 +30,46 @@ DType wgrad_out_dtype(const ConvDesc& d, const Options& o) {
   return o.dw_fp32 ? DType::kF32 : d.dtype;
 }
 
+// The pass's FFT size: the smallest of kFusedSizes that holds its period, or, on a plan that asks
+// for the fused path by name, the size Options force (fft_h = fft_w, one of kFusedSizes, at or
+// above that one; under Auto a forced size is the full-image FFT's, as for the tiled path); -1
+// with `why` set when there is none.
+int pass_size(const ConvDesc& d, const Options& o, std::string* why = nullptr) {
+  const bool wgrad = o.pass == Pass::kBackwardFilter;
+  const int least = wgrad ? fused_wgrad_size(d) : fused_size(d);
+  if (least < 0) {
+    if (why) {
+      *why = "the fused FFT covers planes up to " + std::to_string(kMaxFusedExtent) + "x" +
+             std::to_string(kMaxFusedExtent) + "; " + d.to_string() +
+             (wgrad ? " (backward filter)" : "") + " needs more than that";
+    }
+    return -1;
+  }
+  if (o.algo != Algo::kFftFused || (o.fft_h == 0 && o.fft_w == 0)) return least;
+  const bool listed =
+      std::find(std::begin(kFusedSizes), std::end(kFusedSizes), o.fft_h) != std::end(kFusedSizes);
+  if (o.fft_h != o.fft_w || !listed || o.fft_h < least) {
+    if (why) {
+      std::string sizes;
+      for (const int f : kFusedSizes) {
+        if (f >= least) sizes += (sizes.empty() ? "" : ", ") + std::to_string(f);
+      }
+      *why = "the fused FFT takes one size for both axes, one of its sizes at or above the "
+             "plane's period (" +
+             sizes + " for " + d.to_string() + (wgrad ? ", backward filter" : "") +
+             "), not the forced " + std::to_string(o.fft_h) + "x" + std::to_string(o.fft_w);
+    }
+    return -1;
+  }
+  return static_cast<int>(o.fft_h);
+}
+
 FusedWgradArgs wgrad_args(const ConvDesc& d, const Options& o) {
-  return fused_wgrad_args(d, fused_wgrad_log_size(d), wgrad_out_dtype(d, o), current_sm_count());
+  return fused_wgrad_args(d, pass_size(d, o), wgrad_out_dtype(d, o), current_sm_count());
 }
 
 std::size_t wgrad_workspace(const ConvDesc& d, const FusedWgradArgs& a) {
   return fused_wgrad_scratch_bytes(a) + fused_wgrad_partial_bytes(d, a);
-}
-
-int pass_log_size(const ConvDesc& d, Pass pass) {
-  return pass == Pass::kBackwardFilter ? fused_wgrad_log_size(d) : fused_log_size(d);
 }
 
 Support fused_can_implement(const ConvDesc& d, const Options& o) {
@@ -48,18 +81,14 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
                            std::to_string(d.c_per_group()) + " -> " +
                            std::to_string(d.k_per_group()) + " per group of " + d.to_string());
   }
-  const int log_f = pass_log_size(d, o.pass);
-  if (log_f < 0) {
-    return Support::no(Status::kNotSupported,
-                       "the fused FFT covers planes up to " + std::to_string(kMaxFusedExtent) +
-                           "x" + std::to_string(kMaxFusedExtent) + "; " + d.to_string() +
-                           (wgrad ? " (backward filter)" : "") + " needs more than that");
-  }
+  std::string why;
+  const int size = pass_size(d, o, &why);
+  if (size < 0) return Support::no(Status::kNotSupported, why);
   const std::size_t bytes =
-      wgrad ? wgrad_workspace(d, wgrad_args(d, o)) : fused_factor_bytes(d.k, log_f);
+      wgrad ? wgrad_workspace(d, wgrad_args(d, o)) : fused_factor_bytes(d.k, size);
   if (bytes > o.workspace_limit) {
     return Support::no(Status::kOutOfMemory,
-                       "the fused FFT " + size_text(log_f) + " needs " + std::to_string(bytes) +
+                       "the fused FFT " + size_text(size) + " needs " + std::to_string(bytes) +
                            (wgrad ? " bytes of scratch spectra" : " bytes of filter factors") +
                            ", over the workspace limit of " + std::to_string(o.workspace_limit) +
                            " bytes");
@@ -78,15 +107,15 @@ class FusedFftAlgo final : public ConvAlgo {
   FusedFftAlgo(const ConvDesc& d, const Options& o)
       : d_(d),
         pass_(o.pass),
-        log_f_(pass_log_size(d, o.pass)),
-        conv_(fused_conv_args(d, o.pass, log_f_)),
-        filter_(fused_filter_args(d, o.pass, log_f_)) {
+        size_(pass_size(d, o)),
+        conv_(fused_conv_args(d, o.pass, size_)),
+        filter_(fused_filter_args(d, o.pass, size_)) {
     prepare_fused_kernels();
     if (pass_ == Pass::kBackwardFilter) {
       wgrad_ = wgrad_args(d, o);
       workspace_ = wgrad_workspace(d, wgrad_);
     } else {
-      workspace_ = align_up(fused_factor_bytes(d_.k, log_f_));
+      workspace_ = align_up(fused_factor_bytes(d_.k, size_));
     }
   }
   ~FusedFftAlgo() override { clear_filter(); }
@@ -127,12 +156,12 @@ class FusedFftAlgo final : public ConvAlgo {
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kFftFused;
-    info.fft_h = info.fft_w = std::int64_t{1} << log_f_;
+    info.fft_h = info.fft_w = size_;
     info.workspace_bytes = workspace_;
   }
 
   void set_filter(const void* w, cudaStream_t stream) override {
-    if (!kept_) kept_ = DeviceBuffer(fused_factor_bytes(d_.k, log_f_));
+    if (!kept_) kept_ = DeviceBuffer(fused_factor_bytes(d_.k, size_));
     enqueue_factors(w, kept_.get(), stream);
     kept_fence_.mark(stream);
   }
@@ -153,7 +182,7 @@ class FusedFftAlgo final : public ConvAlgo {
 
   ConvDesc d_;
   Pass pass_;
-  int log_f_;
+  int size_;
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
   FusedWgradArgs wgrad_;
@@ -169,20 +198,21 @@ class FftFusedFactory final : public AlgoFactory {
     return fused_can_implement(d, o);
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
-    const int log_f = pass_log_size(d, o.pass);
-    if (detail) *detail = size_text(log_f);
+    const int size = pass_size(d, o);
+    if (detail) *detail = size_text(size);
     if (o.pass == Pass::kBackwardFilter) {
       const FusedWgradArgs w = wgrad_args(d, o);
-      return estimate_fused_wgrad_us(d, log_f, w.slots(), w.per_chunk, w.chunks);
+      return estimate_fused_wgrad_us(d, size, w.slots(), w.per_chunk, w.chunks);
     }
-    return estimate_fused_us(d, log_f, o.pass);
+    return estimate_fused_us(d, size, o.pass);
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     const Support s = fused_can_implement(d, o);
     if (!s.ok()) throw Error(s.status, s.reason);
     if (reason) {
-      *reason = "fused fft " + size_text(pass_log_size(d, o.pass));
+      *reason = "fused fft " + size_text(pass_size(d, o));
+      if (o.algo == Algo::kFftFused && o.fft_h != 0) *reason += " (forced by options)";
       if (o.pass == Pass::kBackwardFilter) {
         const FusedWgradArgs w = wgrad_args(d, o);
         *reason += ", the batch in " + std::to_string(w.chunks) + " slice" +

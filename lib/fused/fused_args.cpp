@@ -54,21 +54,20 @@ std::int64_t wgrad_min_extent(std::int64_t in, std::int64_t pad, std::int64_t ef
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// Blocks of the slots' kernel an SM holds (its launch bounds, fused_conv.cu).
-int wgrad_blocks_per_sm(int log_f) { return log_f == 7 ? 3 : 4; }
+float inverse_square(int size) { return static_cast<float>(1.0 / (double(size) * size)); }
 }  // namespace
 
-int fused_log_size(const ConvDesc& d) {
-  const int lh = fused_log_extent(min_fft_h(d)), lw = fused_log_extent(min_fft_w(d));
-  return lh < 0 || lw < 0 ? -1 : std::max(lh, lw);
+int fused_size(const ConvDesc& d) {
+  const int fh = fused_extent(min_fft_h(d)), fw = fused_extent(min_fft_w(d));
+  return fh < 0 || fw < 0 ? -1 : std::max(fh, fw);
 }
 
-FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f) {
+FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size) {
   FusedConvArgs a;
   a.planes = d.n * d.k;
   a.k = i32(d.k);
   a.dtype = d.dtype;
-  a.log_f = log_f;
+  a.size = size;
   // Forward: the correlation read with the stride, wrapping past the period; backward data:
   // the convolution read at the padding.
   a.geo = pass == Pass::kForward
@@ -78,26 +77,23 @@ FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f) {
   return a;
 }
 
-int fused_wgrad_log_size(const ConvDesc& d) {
-  const int lh = fused_log_extent(
-      wgrad_min_extent(d.h, d.pad_h, d.eff_r(), d.stride_h, d.out_h()));
-  const int lw = fused_log_extent(
-      wgrad_min_extent(d.w, d.pad_w, d.eff_s(), d.stride_w, d.out_w()));
-  return lh < 0 || lw < 0 ? -1 : std::max(lh, lw);
+int fused_wgrad_size(const ConvDesc& d) {
+  const int fh = fused_extent(wgrad_min_extent(d.h, d.pad_h, d.eff_r(), d.stride_h, d.out_h()));
+  const int fw = fused_extent(wgrad_min_extent(d.w, d.pad_w, d.eff_s(), d.stride_w, d.out_w()));
+  return fh < 0 || fw < 0 ? -1 : std::max(fh, fw);
 }
 
-FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, int sms) {
+FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, int sms) {
   FusedWgradArgs a;
   a.n = i32(d.n);
   a.c = i32(d.c);
   a.dtype = d.dtype;
   a.out_dtype = out_dtype;
-  a.log_f = log_f;
-  const double size = double(std::int64_t{1} << log_f);
-  a.scale = static_cast<float>(1.0 / (size * size));
+  a.size = size;
+  a.scale = inverse_square(size);
   // Slices of the batch: as many as keep every channel's slots within one round of the SMs.
   const std::int64_t capacity =
-      std::int64_t(std::max(sms, 1)) * wgrad_blocks_per_sm(log_f) * fused_planes_per_block(log_f);
+      std::int64_t(std::max(sms, 1)) * fused_min_blocks(size) * fused_planes_per_block(size);
   const std::int64_t want = std::clamp<std::int64_t>(capacity / std::max<std::int64_t>(d.c, 1),
                                                      1, std::max<std::int64_t>(d.n, 1));
   a.per_chunk = i32((d.n + want - 1) / want);
@@ -109,8 +105,8 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, i
 }
 
 std::size_t fused_wgrad_scratch_bytes(const FusedWgradArgs& a) {
-  if (fused_wgrad_scratch_in_smem(a.log_f)) return 0;
-  return aligned(static_cast<std::size_t>(a.slots()) * 2 * fused_factor_bytes(1, a.log_f));
+  if (fused_wgrad_scratch_in_smem(a.size)) return 0;
+  return aligned(static_cast<std::size_t>(a.slots()) * 2 * fused_factor_bytes(1, a.size));
 }
 
 std::size_t fused_wgrad_partial_bytes(const ConvDesc& d, const FusedWgradArgs& a) {
@@ -118,7 +114,7 @@ std::size_t fused_wgrad_partial_bytes(const ConvDesc& d, const FusedWgradArgs& a
   return aligned(static_cast<std::size_t>(a.chunks) * d.c * d.r * d.s * sizeof(float));
 }
 
-FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int log_f) {
+FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int size) {
   FusedFilterArgs f;
   f.k = static_cast<int>(d.k);
   f.r = static_cast<int>(d.r);
@@ -126,10 +122,9 @@ FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int log_f) {
   f.dil_h = static_cast<int>(d.dil_h);
   f.dil_w = static_cast<int>(d.dil_w);
   f.conjugate = pass == Pass::kForward;
-  const double size = double(std::int64_t{1} << log_f);
-  f.scale = static_cast<float>(1.0 / (size * size));
+  f.scale = inverse_square(size);
   f.dtype = d.dtype;
-  f.log_f = log_f;
+  f.size = size;
   return f;
 }
 

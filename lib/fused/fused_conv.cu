@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "fused/fused_program.cuh"
+#include "geometry/fft_geometry.h"
 #include "stages/dtype_convert.cuh"
 
 namespace fftconv::detail {
@@ -15,8 +16,6 @@ namespace {
 
 using fused::Layout;
 using fused::Line;
-
-constexpr int kBlockThreads = 128;
 
 // A device thread runs the program's phases for itself; sync() is the block's barrier. Its line
 // stays in registers: every index into it is a constant after unrolling.
@@ -74,24 +73,29 @@ struct ColumnCopy {
   }
 };
 
-// At most 170 registers a thread for 128x128 (three blocks of 128 threads and 66.5 KB of shared
-// memory an SM), 128 below.
+// Threads and planes of a block, and the blocks an SM holds (fused_conv.h): at most 170
+// registers a thread for 128x128 (three blocks of 128 threads and 66.5 KB of shared memory an
+// SM), 128 for the other powers of two.
 template <int F>
-constexpr int kMinBlocks = F == 128 ? 3 : 4;
+constexpr int kPlanes = fused_planes_per_block(F);
+template <int F>
+constexpr int kThreads = fused_block_threads(F);
+template <int F>
+constexpr int kMinBlocks = fused_min_blocks(F);
 
 // A block's planes: this thread's (the block's local-th, at buf in shared memory) and its place
 // in it.
 template <int F>
 struct BlockPlane {
   int local = static_cast<int>(threadIdx.x) / F;
-  std::int64_t plane = static_cast<std::int64_t>(blockIdx.x) * (kBlockThreads / F) + local;
+  std::int64_t plane = static_cast<std::int64_t>(blockIdx.x) * kPlanes<F> + local;
   float* buf;
   DeviceExec<F / 2> ex{static_cast<int>(threadIdx.x) % F, {}};
   __device__ explicit BlockPlane(float* smem) : buf(smem + local * Layout<F>::kFloats) {}
 };
 
 template <int F>
-__global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_conv_kernel(
+__global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_conv_kernel(
     const FusedConvArgs a) {
   extern __shared__ float smem[];
   BlockPlane<F> bp(smem);
@@ -111,7 +115,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_conv_kerne
 }
 
 template <int F>
-__global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_filter_kernel(
+__global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_filter_kernel(
     const FusedFilterArgs a) {
   extern __shared__ float smem[];
   BlockPlane<F> bp(smem);
@@ -129,7 +133,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_filter_ker
 // FusedWgradArgs). Its two scratch spectra are its own; the window goes to dw (one slice a
 // channel) or to the slice's partial.
 template <int F>
-__global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_wgrad_kernel(
+__global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel(
     const FusedWgradArgs a) {
   extern __shared__ float smem[];
   BlockPlane<F> bp(smem);
@@ -141,7 +145,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<F>) fused_wgrad_kern
   const int first = chunk * a.per_chunk;
   const int count = active ? min(a.per_chunk, a.n - first) : 0;
   float2* g = F <= kFusedWgradSmemMaxF
-                  ? reinterpret_cast<float2*>(smem + (kBlockThreads / F) * Layout<F>::kFloats) +
+                  ? reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) +
                         bp.local * 2 * kSpec
                   : static_cast<float2*>(a.scratch) + (active ? slot : 0) * 2 * kSpec;
   float2* acc = g + kSpec;
@@ -187,7 +191,7 @@ __global__ void fused_wgrad_sum_kernel(const FusedWgradArgs a, std::int64_t elem
 
 template <int F>
 constexpr std::size_t smem_bytes() {
-  return sizeof(float) * (kBlockThreads / F) * Layout<F>::kFloats;
+  return sizeof(float) * kPlanes<F> * Layout<F>::kFloats;
 }
 
 // The backward filter's: the planes' buffers, and their scratch spectra where they are kept in
@@ -195,7 +199,7 @@ constexpr std::size_t smem_bytes() {
 template <int F>
 constexpr std::size_t wgrad_smem_bytes() {
   return smem_bytes<F>() + (F <= kFusedWgradSmemMaxF
-                                ? sizeof(float2) * (kBlockThreads / F) * 2 * Layout<F>::kSpecSize
+                                ? sizeof(float2) * kPlanes<F> * 2 * Layout<F>::kSpecSize
                                 : 0);
 }
 
@@ -211,66 +215,81 @@ void prepare_size() {
                                           static_cast<int>(wgrad_smem_bytes<F>())));
 }
 
+// Grid of a kernel over `planes` planes (or slots).
+template <int F>
+dim3 grid_of(std::int64_t planes) {
+  return dim3(static_cast<unsigned>((planes + kPlanes<F> - 1) / kPlanes<F>));
+}
+
 template <int F>
 void launch_conv(const FusedConvArgs& a, cudaStream_t stream) {
-  constexpr std::int64_t kPlanes = kBlockThreads / F;
-  const dim3 grid(static_cast<unsigned>((a.planes + kPlanes - 1) / kPlanes));
-  fused_conv_kernel<F><<<grid, kBlockThreads, smem_bytes<F>(), stream>>>(a);
+  fused_conv_kernel<F><<<grid_of<F>(a.planes), kThreads<F>, smem_bytes<F>(), stream>>>(a);
 }
 
 template <int F>
 void launch_filter(const FusedFilterArgs& a, cudaStream_t stream) {
-  constexpr int kPlanes = kBlockThreads / F;
-  const dim3 grid(static_cast<unsigned>((a.k + kPlanes - 1) / kPlanes));
-  fused_filter_kernel<F><<<grid, kBlockThreads, smem_bytes<F>(), stream>>>(a);
+  fused_filter_kernel<F><<<grid_of<F>(a.k), kThreads<F>, smem_bytes<F>(), stream>>>(a);
 }
 
 template <int F>
 void launch_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
-  constexpr std::int64_t kPlanes = kBlockThreads / F;
-  const dim3 grid(static_cast<unsigned>((a.slots() + kPlanes - 1) / kPlanes));
-  fused_wgrad_kernel<F><<<grid, kBlockThreads, wgrad_smem_bytes<F>(), stream>>>(a);
+  fused_wgrad_kernel<F><<<grid_of<F>(a.slots()), kThreads<F>, wgrad_smem_bytes<F>(), stream>>>(a);
 }
 
-// Calls fn.template operator()<F>() for F = 2^log_f.
-template <class Fn>
-void with_size(int log_f, Fn&& fn) {
-  switch (log_f) {
-    case 3: fn(std::integral_constant<int, 8>{}); break;
-    case 4: fn(std::integral_constant<int, 16>{}); break;
-    case 5: fn(std::integral_constant<int, 32>{}); break;
-    case 6: fn(std::integral_constant<int, 64>{}); break;
-    case 7: fn(std::integral_constant<int, 128>{}); break;
-    default: FFTCONV_ASSERT(false, "fused FFT size out of range");
+// Calls fn(std::integral_constant<int, F>) for F = size, one of kFusedSizes (kSizes: the same
+// list as a parameter pack, checked against it).
+template <int... F>
+struct SizeList {};
+using FusedSizeList = SizeList<8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128>;
+
+template <int... F>
+constexpr bool same_as_fused_sizes(SizeList<F...>) {
+  constexpr int list[] = {F...};
+  if (sizeof(list) / sizeof(int) != sizeof(kFusedSizes) / sizeof(int)) return false;
+  for (std::size_t i = 0; i < sizeof(list) / sizeof(int); ++i) {
+    if (list[i] != kFusedSizes[i]) return false;
   }
+  return true;
+}
+static_assert(same_as_fused_sizes(FusedSizeList{}), "the kernels' sizes are kFusedSizes");
+
+template <class Fn, int... F>
+void with_size_in(int size, Fn&& fn, SizeList<F...>) {
+  const bool found = ((size == F ? (fn(std::integral_constant<int, F>{}), true) : false) || ...);
+  FFTCONV_ASSERT(found, "fused FFT size out of range");
+}
+
+template <class Fn>
+void with_size(int size, Fn&& fn) {
+  with_size_in(size, fn, FusedSizeList{});
 }
 
 }  // namespace
 
-std::size_t fused_smem_bytes(int log_f) {
+std::size_t fused_smem_bytes(int size) {
   std::size_t bytes = 0;
-  with_size(log_f, [&](auto f) { bytes = smem_bytes<decltype(f)::value>(); });
+  with_size(size, [&](auto f) { bytes = smem_bytes<decltype(f)::value>(); });
   return bytes;
 }
 
 void prepare_fused_kernels() {
-  for (int log_f = 3; log_f <= 7; ++log_f) {
-    with_size(log_f, [&](auto f) { prepare_size<decltype(f)::value>(); });
+  for (const int size : kFusedSizes) {
+    with_size(size, [&](auto f) { prepare_size<decltype(f)::value>(); });
   }
 }
 
 void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream) {
-  with_size(a.log_f, [&](auto f) { launch_filter<decltype(f)::value>(a, stream); });
+  with_size(a.size, [&](auto f) { launch_filter<decltype(f)::value>(a, stream); });
   FFTCONV_CHECK_LAUNCH();
 }
 
 void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream) {
-  with_size(a.log_f, [&](auto f) { launch_conv<decltype(f)::value>(a, stream); });
+  with_size(a.size, [&](auto f) { launch_conv<decltype(f)::value>(a, stream); });
   FFTCONV_CHECK_LAUNCH();
 }
 
 void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
-  with_size(a.log_f, [&](auto f) { launch_wgrad<decltype(f)::value>(a, stream); });
+  with_size(a.size, [&](auto f) { launch_wgrad<decltype(f)::value>(a, stream); });
   FFTCONV_CHECK_LAUNCH();
   if (a.chunks > 1) {
     const std::int64_t elems = std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w;

@@ -1,12 +1,12 @@
 // The fused FFT convolution (Algo::kFftFused): one kernel per pass for planes whose F x F FFT
-// (F a power of two from 8 to 128) fits in shared memory. F threads take one plane: they load it,
-// transform it as a real 2D FFT in shared memory and registers, multiply it by the filter's
-// spectrum, transform it back and store the output window, with the padding, stride, bias and
-// dtype conversion on the way in and out (lib/fused/fused_program.cuh says how). A block of 128
-// threads holds 128 / F planes. The filter spectra (each dilated filter's, conjugated for the
-// forward pass's correlation, scaled by 1/F^2, as [F][F/2 + 1] complex values) come from a
-// second kernel of the same kind, run per call into the workspace or once by set_filter into
-// memory the plan keeps.
+// (F one of kFusedSizes, lib/geometry/fft_geometry.h: 8 to 128) fits in shared memory. F threads
+// take one plane: they load it, transform it as a real 2D FFT in shared memory and registers,
+// multiply it by the filter's spectrum, transform it back and store the output window, with the
+// padding, stride, bias and dtype conversion on the way in and out (lib/fused/fused_program.cuh
+// says how). A block holds fused_planes_per_block(F) planes. The filter spectra (each dilated
+// filter's, conjugated for the forward pass's correlation, scaled by 1/F^2, as [F][F/2 + 1]
+// complex values) come from a second kernel of the same kind, run per call into the workspace or
+// once by set_filter into memory the plan keeps.
 #pragma once
 
 #include <cstddef>
@@ -39,7 +39,7 @@ struct FusedConvArgs {
   int k = 1;                      ///< filters; plane p uses filter p % k
   FusedGeometry geo;
   DType dtype = DType::kF32;
-  int log_f = 3;  ///< FFT size F = 2^log_f along both axes
+  int size = 8;  ///< FFT size F along both axes (one of kFusedSizes)
 };
 
 struct FusedFilterArgs {
@@ -49,7 +49,7 @@ struct FusedFilterArgs {
   bool conjugate = true;  ///< forward (correlation): conj(W); backward data: W
   float scale = 1.0f;
   DType dtype = DType::kF32;
-  int log_f = 3;
+  int size = 8;
 };
 
 /// The backward-filter pass (dw = alpha * dL/dw + beta * dw) of the fused path: a slot of F
@@ -71,42 +71,39 @@ struct FusedWgradArgs {
   DType dtype = DType::kF32, out_dtype = DType::kF32;
   float alpha = 1.0f, beta = 0.0f;
   float scale = 1.0f;  ///< 1 / F^2
-  int log_f = 3;
+  int size = 8;
 #if defined(__CUDACC__)
   __host__ __device__
 #endif
   std::int64_t slots() const { return std::int64_t(c) * chunks; }
 };
 
-/// log2 of the fused path's FFT size for d: the smallest power of two (at least 8) at or above
-/// both axes' exact period (lib/geometry/fft_geometry.h), one size for both axes; -1 when that
-/// exceeds 128.
-int fused_log_size(const ConvDesc& d);
+/// The fused path's FFT size for d: the smallest of kFusedSizes at or above both axes' exact
+/// period (lib/geometry/fft_geometry.h), one size for both axes; -1 when that exceeds 128.
+int fused_size(const ConvDesc& d);
 
-/// The arguments of `pass` on d at FFT size 2^log_f (forward or backward data), pointers left
+/// The arguments of `pass` on d at FFT size `size` (forward or backward data), pointers left
 /// null: the forward pass places x at the padding and reads the correlation with the stride
 /// (wrapping past the period); backward data spreads dy by the stride at the origin and reads
 /// the convolution at the padding.
-FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int log_f);
-FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int log_f);
+FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size);
+FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int size);
 
-/// log2 of the fused backward-filter pass's FFT size for d (the smallest power of two, at least 8,
-/// at or above both axes' exact period of the correlation of x with the stride-spread dy at the
-/// kernel's lags), -1 above 128.
-int fused_wgrad_log_size(const ConvDesc& d);
+/// The fused backward-filter pass's FFT size for d (the smallest of kFusedSizes at or above both
+/// axes' exact period of the correlation of x with the stride-spread dy at the kernel's lags),
+/// -1 above 128.
+int fused_wgrad_size(const ConvDesc& d);
 
-/// The backward-filter arguments of d at FFT size 2^log_f, pointers and alpha, beta left unset:
+/// The backward-filter arguments of d at FFT size `size`, pointers and alpha, beta left unset:
 /// the batch sliced so that the slots (c x chunks) about fill `sms` SMs once.
-FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int log_f, DType out_dtype, int sms);
+FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, int sms);
 
 /// Whether the backward filter's slots keep their two scratch spectra in shared memory (FFT
 /// sizes up to 32: three planes' worth a slot still leaves an SM its four blocks) rather than
 /// in the workspace, whose round trips through L2 are most of what a 64x64 or 128x128 image
 /// costs beyond its transforms.
 constexpr int kFusedWgradSmemMaxF = 32;
-constexpr bool fused_wgrad_scratch_in_smem(int log_f) {
-  return (1 << log_f) <= kFusedWgradSmemMaxF;
-}
+constexpr bool fused_wgrad_scratch_in_smem(int size) { return size <= kFusedWgradSmemMaxF; }
 
 /// Workspace bytes of a backward-filter pass (scratch spectra, then the partial windows), each
 /// part 256-byte aligned.
@@ -126,17 +123,51 @@ inline FusedGeometry filter_geometry(const FusedFilterArgs& a) {
   return g;
 }
 
-/// Planes a block of the fused kernels holds at FFT size 2^log_f (its 128 threads, F a plane).
-inline int fused_planes_per_block(int log_f) { return 128 >> log_f; }
+/// Planes a block of the fused kernels holds at FFT size F (F threads a plane): 128 threads for
+/// a power of two; otherwise the fewest planes that fill whole warps, where that keeps a block
+/// within 320 threads (F = 24: 4 planes, 96 threads; 72: 4, 288; 96: 1, 96), else one plane.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr int fused_planes_per_block(int size) {
+  if (128 % size == 0) return 128 / size;
+  int planes = 1;
+  while (planes * size % 32 != 0) ++planes;
+  return planes * size <= 320 ? planes : 1;
+}
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr int fused_block_threads(int size) { return fused_planes_per_block(size) * size; }
 
-/// Bytes of the factors of k filters at FFT size 2^log_f.
-inline std::size_t fused_factor_bytes(std::int64_t k, int log_f) {
-  const std::size_t f = std::size_t{1} << log_f;
+/// Blocks an SM holds at FFT size F, which the kernels' launch bounds ask for (so capping a
+/// thread's registers near 65536 / (blocks x whole warps)): three of 128 threads and 66.5 KB at
+/// 128, two of 288 threads and 85 KB at 72, three at 56 and 80 (four spilled the convolution
+/// kernel's line), four otherwise (128 registers at 128 threads). ptxas (sm_90): the
+/// convolution kernels take 56 to 168 registers, without spills but 4 bytes at 56; the filter and
+/// backward-filter kernels of 56, 72 and 80 spill up to 150 bytes (fewer blocks would avoid that
+/// at the convolution kernel's expense).
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr int fused_min_blocks(int size) {
+  switch (size) {
+    case 72: return 2;
+    case 56:
+    case 80:
+    case 128: return 3;
+    default: return 4;
+  }
+}
+
+/// Bytes of the factors of k filters at FFT size F.
+inline std::size_t fused_factor_bytes(std::int64_t k, int size) {
+  const std::size_t f = static_cast<std::size_t>(size);
   return static_cast<std::size_t>(k) * f * (f / 2 + 1) * 8;
 }
 
-/// Dynamic shared memory of a block of either kernel at FFT size 2^log_f.
-std::size_t fused_smem_bytes(int log_f);
+/// Dynamic shared memory of a block of the convolution and filter kernels at FFT size F.
+std::size_t fused_smem_bytes(int size);
 
 /// Raises the kernels' shared-memory limits on the current device (plan time; each kernel's
 /// own fixed need, so concurrent plans cannot undo one another).

@@ -2,11 +2,14 @@
 // device kernels (lib/fused/fused_conv.cu) and for the host emulation that the CPU tests run
 // (tests/cpu/test_fused_program.cu).
 //
-// A plane of F x F (F = 2^k, 8 to 128) is transformed by F threads through one shared buffer of
-// F rows of F/2 + 1 complex values (the last one a pad against bank conflicts):
+// A plane of F x F (F one of the sizes of lib/geometry/fft_geometry.h, kFusedSizes: powers of two
+// from 8 to 128 and 3-, 5- and 7-smooth multiples of 8 between them) is transformed by F threads
+// through one shared buffer of F rows of F/2 + 1 complex values (the last one a pad against bank
+// conflicts):
 //   stage     the source plane (or filter) is copied into the buffer as floats, coalesced;
 //   rows      thread u transforms row u (the source row placed there, or zeros) as a real FFT:
-//             F reals as F/2 complex points, one in-register DFT (lib/fused/line_dft.cuh), then
+//             F reals as F/2 complex points, one in-register DFT (lib/fused/line_dft.cuh: radix 4
+//             and 2 for powers of two, mixed radices 2 to 7 otherwise), then
 //             the half spectrum H[0..F/2]; slot 0 packs the two real bins, H[0] + i H[F/2];
 //   columns   thread (c, h) transforms the half h (rows 2m + h) of column slot c: two DFTs of
 //             F/2 points per column, whose last radix-2 step is done in the product phase;
@@ -38,7 +41,8 @@ using PlaneGeometry = FusedGeometry;
 
 template <int F>
 struct Layout {
-  static_assert(F >= 8 && F <= 128 && (F & (F - 1)) == 0, "F is a power of two from 8 to 128");
+  // Columns split in halves of F/2 rows, each half's bins in two quarters: F a multiple of 4.
+  static_assert(F >= 8 && F <= 128 && F % 4 == 0, "F is a multiple of 4 from 8 to 128");
   static constexpr int N = F / 2;           ///< complex points of a line, column slots of a row
   static constexpr int kPitch = N + 1;      ///< complex values per buffer row
   static constexpr int kFloats = 2 * F * kPitch;  ///< floats of a plane's buffer
@@ -88,7 +92,7 @@ FFTCONV_DFT_HD void rows_forward_load(int i, const float* buf, Line<F / 2>& l) {
   for (int m = 0; m < F / 2; ++m) l.v[m] = make_float2(row[2 * m], row[2 * m + 1]);
 }
 
-/// After the DFT (Z in bit-reversed order): row t's half spectrum to its slots (slot 0 =
+/// After the DFT (Z[v] in l.v[line_slot(v)]): row t's half spectrum to its slots (slot 0 =
 /// H[0] + i H[F/2]). The even samples' spectrum is (Z[v] + conj Z[-v])/2, the odd samples'
 /// -i (Z[v] - conj Z[-v])/2, and H[v] = even + w_F^v odd.
 template <int F>
@@ -101,7 +105,7 @@ FFTCONV_DFT_HD void rows_forward_store(int t, float2* spec, const Line<F / 2>& z
   }
   static_for<1, N / 2 + 1>([&](auto vc) {
     constexpr int v = decltype(vc)::value, v2 = N - v;
-    const float2 zv = z.v[brev<N>(v)], zm = z.v[brev<N>(v2)];
+    const float2 zv = z.v[line_slot<N>(v)], zm = z.v[line_slot<N>(v2)];
     const float2 e = cscale(cadd(zv, cconj(zm)), 0.5f);
     const float2 o = times_minus_i(cscale(csub(zv, cconj(zm)), 0.5f));
     row[v] = cadd(e, twiddle<F, v, false>(o));
@@ -129,8 +133,8 @@ FFTCONV_DFT_HD void cols_load(int t, const float2* spec, bool split, Line<F / 2>
   for (int m = 0; m < N; ++m) l.v[m] = p[m * step];
 }
 
-/// After the DFT (bit-reversed order): the line to the rows of column slot c, half h, in natural
-/// order, split (h * F/2 + k: E to the top half, O to the bottom) or interleaved (2m + h).
+/// After the DFT (X[k] in l.v[line_slot(k)]): the line to the rows of column slot c, half h, in
+/// natural order, split (h * F/2 + k: E to the top half, O to the bottom) or interleaved (2m + h).
 template <int F>
 FFTCONV_DFT_HD void cols_store(int t, float2* spec, bool split, const Line<F / 2>& l) {
   constexpr int N = F / 2, P = Layout<F>::kPitch;
@@ -138,7 +142,7 @@ FFTCONV_DFT_HD void cols_store(int t, float2* spec, bool split, const Line<F / 2
   float2* p = spec + (split ? h * N : h) * P + c;
   const int step = (split ? 1 : 2) * P;
   FFTCONV_DFT_UNROLL
-  for (int k = 0; k < N; ++k) p[k * step] = l.v[brev<N>(k)];
+  for (int k = 0; k < N; ++k) p[k * step] = l.v[line_slot<N>(k)];
 }
 
 /// Column bins k and k + F/2 of slot c from its halves' spectra: E[k] +- w_F^k O[k]; k = h * F/4
@@ -318,7 +322,7 @@ FFTCONV_DFT_HD void rows_inverse_load(int t, const float2* spec, Line<F / 2>& l)
   });
 }
 
-/// After the inverse DFT (bit-reversed order): the F reals of row t to row t of the output
+/// After the inverse DFT (X[m] in l.v[line_slot(m)]): the F reals of row t to row t of the output
 /// staging (floats, pitch F + 1).
 template <int F>
 FFTCONV_DFT_HD void rows_inverse_store(int t, float* buf, const Line<F / 2>& l) {
@@ -326,7 +330,7 @@ FFTCONV_DFT_HD void rows_inverse_store(int t, float* buf, const Line<F / 2>& l) 
   float* row = buf + t * Layout<F>::kOutPitch;
   FFTCONV_DFT_UNROLL
   for (int m = 0; m < N; ++m) {
-    const float2 z = l.v[brev<N>(m)];
+    const float2 z = l.v[line_slot<N>(m)];
     row[2 * m] = z.x;
     row[2 * m + 1] = z.y;
   }
@@ -417,7 +421,7 @@ FFTCONV_DFT_HD void step_transform(int step, int t, const float* buf, const Plan
   }
   const float sign = step >= kColsInverse ? -1.0f : 1.0f;  // inverse: conj(DFT(conj(x)))
   scale_imag(l, sign);
-  dft<F / 2, false>(l.v);
+  line_dft<F / 2, false>(l.v);
   scale_imag(l, sign);
 }
 

@@ -49,10 +49,11 @@ std::int64_t min_fft_w(const ConvDesc& d) {
   return min_fft_extent(d.w, d.pad_w, d.eff_s(), d.stride_w, d.out_w());
 }
 
-int fused_log_extent(std::int64_t min_extent) {
-  int log = 0;
-  while ((std::int64_t{1} << log) < std::max(min_extent, kMinFusedExtent)) ++log;
-  return (std::int64_t{1} << log) <= kMaxFusedExtent ? log : -1;
+int fused_extent(std::int64_t min_extent) {
+  for (const int f : kFusedSizes) {
+    if (f >= min_extent) return f;
+  }
+  return -1;
 }
 
 FftGeometry make_fft_geometry(const ConvDesc& d, std::int64_t fft_h, std::int64_t fft_w) {

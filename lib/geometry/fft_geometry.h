@@ -59,13 +59,19 @@ std::int64_t tile_out_extent(std::int64_t fft, std::int64_t eff_k, std::int64_t 
 std::int64_t min_fft_h(const ConvDesc& d);
 std::int64_t min_fft_w(const ConvDesc& d);
 
-/// The fused path's FFT sizes (Algo::kFftFused): powers of two from kMinFusedExtent to
-/// kMaxFusedExtent per axis, the smallest at or above the exact minimum.
+/// The fused path's FFT sizes (Algo::kFftFused), one size F for both axes of a plane: the powers
+/// of two from kMinFusedExtent to kMaxFusedExtent and, between them, 3-, 5- and 7-smooth
+/// multiples of 8 up to 96 (the programs need F a multiple of 4: lib/fused/fused_program.cuh),
+/// so that a plane costs about what its exact period needs rather than up to four times that
+/// (72x72 for a period of 71, not 128x128). Each size is a kernel of its own; the list stays
+/// short for the build's sake (docs/design.md, "The fused path", says why 112 and 120 are not
+/// in it).
+inline constexpr int kFusedSizes[] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128};
 constexpr std::int64_t kMinFusedExtent = 8;
 constexpr std::int64_t kMaxFusedExtent = 128;
-/// log2 of the fused FFT size along an axis whose exact minimum is `min_extent`; -1 above
-/// kMaxFusedExtent.
-int fused_log_extent(std::int64_t min_extent);
+/// The fused FFT size along an axis whose exact minimum is `min_extent`: the smallest of
+/// kFusedSizes at or above it; -1 above kMaxFusedExtent.
+int fused_extent(std::int64_t min_extent);
 
 /// Candidate sizes along one axis: smooth sizes from `min` up to kCandidateSlack * min (at most
 /// kMaxCandidates of them, always including next_smooth(min)).

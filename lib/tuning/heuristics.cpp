@@ -205,33 +205,37 @@ namespace {
 // 1.7 us at 64x64 (slak_dw51_28: 8192 in 105 us) and 0.47 us at 32x32 (replknet_dw31_14:
 // 16384 in 58 us), about 8.6e-5 us * F^2 log2(F/2); a lone block (a grid no larger than the
 // SMs) takes twice its share (seed3_landmark_same: one 128x128 plane in 17 us), and the filter
-// kernel's lone block two thirds of that (11 us for one 128x128 filter).
+// kernel's lone block two thirds of that (11 us for one 128x128 filter). The sizes between the
+// powers of two (mixed radices 3, 5 and 7 in their line DFTs, more arithmetic a point than
+// radix 4's) are costed 15% above that rule until measured.
 constexpr int kSmCount = 132;
 constexpr double kSmemPerSm = 227.0 * 1024;
+constexpr double kMixedRadixFactor = 1.15;
 
-double fused_plane_sm_us(int log_f) {
-  const double f = double(1 << log_f);
-  return 8.6e-5 * f * f * double(log_f - 1) + 0.1;
+double fused_plane_sm_us(int size) {
+  const double f = double(size);
+  const double radix = (size & (size - 1)) == 0 ? 1.0 : kMixedRadixFactor;
+  return 8.6e-5 * radix * f * f * std::log2(f / 2.0) + 0.1;
 }
 
 // A kernel over `planes` planes, each `work` times a convolution plane's work.
-double fused_kernel_us(double planes, int log_f, double work) {
-  const double per_plane = work * fused_plane_sm_us(log_f);
-  const double lone = 2.0 * per_plane * std::min(planes, double(128 >> log_f));
+double fused_kernel_us(double planes, int size, double work) {
+  const double per_plane = work * fused_plane_sm_us(size);
+  const double lone = 2.0 * per_plane * std::min(planes, double(fused_planes_per_block(size)));
   return std::max(lone, planes * per_plane / kSmCount);
 }
 }  // namespace
 
-double estimate_fused_us(const ConvDesc& d, int log_f, Pass pass) {
+double estimate_fused_us(const ConvDesc& d, int size, Pass pass) {
   (void)pass;  // forward and backward data run the same kernels
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * esize;
-  const double conv = fused_kernel_us(double(d.n * d.k), log_f, 1.0);
-  const double filter = fused_kernel_us(double(d.k), log_f, 1.0 / 3.0);
+  const double conv = fused_kernel_us(double(d.n * d.k), size, 1.0);
+  const double filter = fused_kernel_us(double(d.k), size, 1.0 / 3.0);
   return std::max(conv, io / kStreamBytesPerUs) + filter + 2 * kLaunchUs;
 }
 
-double estimate_fused_wgrad_us(const ConvDesc& d, int log_f, std::int64_t slots, int per_chunk,
+double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t slots, int per_chunk,
                                int chunks) {
   // An image costs a slot a convolution plane's transforms (two forward ones instead of a
   // forward and an inverse) and the round trips of its two scratch spectra through L2: 1.5 to
@@ -239,12 +243,12 @@ double estimate_fused_wgrad_us(const ConvDesc& d, int log_f, std::int64_t slots,
   // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179); with the
   // spectra in shared memory (sizes up to 32) 1.3 (run 5: replknet_dw31_14 0.087 ms); the
   // inverse at the end half a plane.
-  const double kImageWork = fused_wgrad_scratch_in_smem(log_f) ? 1.3 : 1.6;
+  const double kImageWork = fused_wgrad_scratch_in_smem(size) ? 1.3 : 1.6;
   constexpr double kInverseWork = 0.5;
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems()) * esize;
   const double work = double(per_chunk) * kImageWork + kInverseWork;
-  const double slots_us = fused_kernel_us(double(slots), log_f, work);
+  const double slots_us = fused_kernel_us(double(slots), size, work);
   double sum_us = 0.0;
   if (chunks > 1) {
     sum_us = double(chunks + 1) * double(d.w_elems()) * 4.0 / kStreamBytesPerUs + kLaunchUs;

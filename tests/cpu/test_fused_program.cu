@@ -11,6 +11,7 @@
 #include <complex>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -55,8 +56,8 @@ template <int F>
 std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector<float>& src,
                                  const std::vector<float>& w, const std::vector<float>& bias) {
   using L = fused::Layout<F>;
-  const FusedFilterArgs fa = detail::fused_filter_args(d, pass, detail::fused_log_size(d));
-  const FusedConvArgs ca = detail::fused_conv_args(d, pass, detail::fused_log_size(d));
+  const FusedFilterArgs fa = detail::fused_filter_args(d, pass, F);
+  const FusedConvArgs ca = detail::fused_conv_args(d, pass, F);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float2> spectra(static_cast<std::size_t>(fa.k) * L::kSpecSize,
                               make_float2(nan, nan));
@@ -86,23 +87,50 @@ std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector
   return out;
 }
 
-// fn(std::integral_constant<int, F>) for F = 2^log_f, the sizes the fused path covers; an empty
-// result (and a failure naming `d`) for any other.
+// The sizes the fused path covers (kFusedSizes, checked by FusedProgram.SizesAreTheKernels').
+using Sizes = std::integer_sequence<int, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128>;
+
+template <int... F>
+std::vector<int> size_list(std::integer_sequence<int, F...>) {
+  return {F...};
+}
+
+// fn(std::integral_constant<int, F>) for F = size, one of the covered sizes; an empty result
+// (and a failure naming `d`) for any other.
+template <class Fn, int... F>
+std::vector<float> with_size_in(int size, const ConvDesc& d, Fn&& fn,
+                                std::integer_sequence<int, F...>) {
+  std::vector<float> out;
+  const bool found =
+      ((size == F ? (out = fn(std::integral_constant<int, F>{}), true) : false) || ...);
+  if (!found) ADD_FAILURE() << "no fused size " << size << " for " << d.to_string();
+  return out;
+}
+
 template <class Fn>
-std::vector<float> with_size(int log_f, const ConvDesc& d, Fn&& fn) {
-  switch (log_f) {
-    case 3: return fn(std::integral_constant<int, 8>{});
-    case 4: return fn(std::integral_constant<int, 16>{});
-    case 5: return fn(std::integral_constant<int, 32>{});
-    case 6: return fn(std::integral_constant<int, 64>{});
-    case 7: return fn(std::integral_constant<int, 128>{});
-    default: ADD_FAILURE() << "no fused size for " << d.to_string(); return {};
+std::vector<float> with_size(int size, const ConvDesc& d, Fn&& fn) {
+  return with_size_in(size, d, fn, Sizes{});
+}
+
+TEST(FusedProgram, SizesAreTheKernels) {
+  const std::vector<int> listed(std::begin(detail::kFusedSizes), std::end(detail::kFusedSizes));
+  EXPECT_EQ(size_list(Sizes{}), listed);
+}
+
+// "F = 8: 3, F = 16: 20, ..." for a count per size.
+std::string per_size_text(const std::map<int, int>& per_size) {
+  std::string s;
+  for (const int f : detail::kFusedSizes) {
+    const auto it = per_size.find(f);
+    s += (s.empty() ? "" : ", ") + std::to_string(f) + ": " +
+         std::to_string(it == per_size.end() ? 0 : it->second);
   }
+  return s;
 }
 
 std::vector<float> emulate(const ConvDesc& d, Pass pass, const std::vector<float>& src,
                            const std::vector<float>& w, const std::vector<float>& bias) {
-  return with_size(detail::fused_log_size(d), d, [&](auto f) {
+  return with_size(detail::fused_size(d), d, [&](auto f) {
     return emulate_sized<decltype(f)::value>(d, pass, src, w, bias);
   });
 }
@@ -118,39 +146,38 @@ testing::ErrorStats check(const ConvDesc& d, Pass pass, std::uint64_t seed) {
 ConvDesc random_desc(std::mt19937_64& gen) {
   testing::RandomDescOptions o;
   o.wide_padding = true;  // periods below the output extent: the forward pass's wrapped reads
-  o.max_extent = 100;
+  o.max_extent = 128;  // edge sizes up to 128: periods of 121 to 128 drawn too
   o.max_kernel = 31;
   o.max_batch = 2;
   o.max_channels_per_group = 1;
   o.max_depthwise = 3;
   for (;;) {
     const ConvDesc d = testing::random_desc(gen, o);
-    if (detail::fused_log_size(d) >= 0) return d;
+    if (detail::fused_size(d) >= 0) return d;
   }
 }
 
 void sweep(Pass pass, int cases, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   double worst = 0.0;
-  int failures = 0, per_size[8] = {};
+  int failures = 0;
+  std::map<int, int> per_size;
   for (int i = 0; i < cases; ++i) {
     const ConvDesc d = random_desc(gen);
-    ++per_size[detail::fused_log_size(d)];
+    ++per_size[detail::fused_size(d)];
     const testing::ErrorStats e = check(d, pass, seed * 1000 + i);
     worst = std::max(worst, e.rel_l2);
     if (!e.pass(1e-5)) {
       ++failures;
       ADD_FAILURE() << pass_name(pass) << " " << d.to_string() << " (fused "
-                    << (1 << detail::fused_log_size(d)) << "): " << e.to_string();
+                    << detail::fused_size(d) << "): " << e.to_string();
     }
   }
-  std::printf("[ emulated ] %s: %d cases (F = 8, 16, 32, 64, 128: %d, %d, %d, %d, %d), %d failures, "
-              "worst rel_l2 %.3e\n",
-              pass_name(pass), cases, per_size[3], per_size[4], per_size[5], per_size[6],
-              per_size[7], failures, worst);
+  std::printf("[ emulated ] %s: %d cases (per size F: %s), %d failures, worst rel_l2 %.3e\n",
+              pass_name(pass), cases, per_size_text(per_size).c_str(), failures, worst);
   // F = 8 needs planes and kernels this small that few draws give one: EverySize covers it.
-  for (int log_f = 4; log_f <= 7; ++log_f) {
-    EXPECT_GT(per_size[log_f], 0) << "no case of F = " << (1 << log_f);
+  for (const int f : detail::kFusedSizes) {
+    if (f > 8) EXPECT_GT(per_size[f], 0) << "no case of F = " << f;
   }
 }
 
@@ -159,27 +186,28 @@ TEST(FusedProgram, BackwardDataSweep) { sweep(Pass::kBackwardData, 200, 82); }
 
 // Every FFT size, with a plane of exactly that period, both passes.
 TEST(FusedProgram, EverySize) {
-  for (int a = 3; a <= 7; ++a) {
+  for (const int f : detail::kFusedSizes) {
     ConvDesc d;
     d.c = d.k = d.groups = 2;
-    d.h = std::int64_t{1} << a;
-    d.w = std::int64_t{1} << a;
+    d.h = f;
+    d.w = f;
     d.r = 5;
     d.s = 3;
     for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
-      ASSERT_EQ(detail::fused_log_size(d), a) << d.to_string();
-      const testing::ErrorStats e = check(d, p, 300 + a);
+      ASSERT_EQ(detail::fused_size(d), f) << d.to_string();
+      const testing::ErrorStats e = check(d, p, 300 + f);
       EXPECT_TRUE(e.pass(1e-5)) << pass_name(p) << " " << d.to_string() << ": " << e.to_string();
     }
   }
 }
 
-// The landmark row's geometry (96x96, 45x45, same padding: 128x128) and a depthwise 31x31 on
-// 14x14 maps (32x32), as the suite runs them.
+// The suite's depthwise and single-channel geometries as it runs them: the landmark rows (96x96,
+// 45x45, same padding: 128x128), 31x31 on 14x14 maps (32x32) and on 56x56 maps (72x72), 51x51
+// on 28x28 (56x56).
 TEST(FusedProgram, SuiteGeometries) {
-  for (const char* s : {"n2c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
-                        "n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32",
-                        "n1c2h28w28k2r51s51p25x25u1x1d1x1g2f32"}) {
+  for (const char* s :
+       {"n2c1h96w96k1r45s45p22x22u1x1d1x1g1f32", "n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32",
+        "n1c2h56w56k2r31s31p15x15u1x1d1x1g2f32", "n1c2h28w28k2r51s51p25x25u1x1d1x1g2f32"}) {
     const ConvDesc d = ConvDesc::parse(s);
     for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
       const testing::ErrorStats e = check(d, p, 77);
@@ -197,8 +225,7 @@ template <int F>
 std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<float>& x,
                                        const std::vector<float>& dy, int sms, int* chunks) {
   using L = fused::Layout<F>;
-  const detail::FusedWgradArgs a =
-      detail::fused_wgrad_args(d, detail::fused_wgrad_log_size(d), DType::kF32, sms);
+  const detail::FusedWgradArgs a = detail::fused_wgrad_args(d, F, DType::kF32, sms);
   *chunks = a.chunks;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::int64_t window = d.r * d.s, c = d.c;
@@ -238,7 +265,7 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
 
 std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
                                  const std::vector<float>& dy, int sms, int* chunks) {
-  return with_size(detail::fused_wgrad_log_size(d), d, [&](auto f) {
+  return with_size(detail::fused_wgrad_size(d), d, [&](auto f) {
     return emulate_wgrad_sized<decltype(f)::value>(d, x, dy, sms, chunks);
   });
 }
@@ -256,15 +283,16 @@ testing::ErrorStats check_wgrad(const ConvDesc& d, std::uint64_t seed, int sms, 
 TEST(FusedProgram, BackwardFilterSweep) {
   std::mt19937_64 gen(83);
   double worst = 0.0;
-  int failures = 0, sliced = 0, per_size[8] = {};
+  int failures = 0, sliced = 0;
+  std::map<int, int> per_size;
   constexpr int kCases = 200;
   for (int i = 0; i < kCases; ++i) {
     ConvDesc d;
     do {
       d = random_desc(gen);
-    } while (detail::fused_wgrad_log_size(d) < 0);
+    } while (detail::fused_wgrad_size(d) < 0);
     const int sms = i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 132;
-    ++per_size[detail::fused_wgrad_log_size(d)];
+    ++per_size[detail::fused_wgrad_size(d)];
     int chunks = 0;
     const testing::ErrorStats e = check_wgrad(d, 9000 + i, sms, &chunks);
     sliced += chunks > 1;
@@ -272,17 +300,16 @@ TEST(FusedProgram, BackwardFilterSweep) {
     if (!e.pass(1e-5)) {
       ++failures;
       ADD_FAILURE() << "wgrad " << d.to_string() << " (fused "
-                    << (1 << detail::fused_wgrad_log_size(d)) << ", " << chunks
+                    << detail::fused_wgrad_size(d) << ", " << chunks
                     << " slices): " << e.to_string();
     }
   }
-  std::printf("[ emulated ] wgrad: %d cases (F = 8, 16, 32, 64, 128: %d, %d, %d, %d, %d; %d "
-              "sliced), %d failures, worst rel_l2 %.3e\n",
-              kCases, per_size[3], per_size[4], per_size[5], per_size[6], per_size[7], sliced,
-              failures, worst);
+  std::printf("[ emulated ] wgrad: %d cases (per size F: %s; %d sliced), %d failures, worst "
+              "rel_l2 %.3e\n",
+              kCases, per_size_text(per_size).c_str(), sliced, failures, worst);
   EXPECT_GT(sliced, 0);
-  for (int log_f = 4; log_f <= 7; ++log_f) {
-    EXPECT_GT(per_size[log_f], 0) << "no case of F = " << (1 << log_f);
+  for (const int f : detail::kFusedSizes) {
+    if (f > 8) EXPECT_GT(per_size[f], 0) << "no case of F = " << f;
   }
 }
 
@@ -290,11 +317,12 @@ TEST(FusedProgram, BackwardFilterSweep) {
 TEST(FusedProgram, BackwardFilterGeometries) {
   for (const char* s : {"n2c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
                         "n3c3h14w14k3r31s31p15x15u1x1d1x1g3f32",
+                        "n2c2h56w56k2r31s31p15x15u1x1d1x1g2f32",
                         "n2c2h28w28k2r51s51p25x25u1x1d1x1g2f32",
                         "n2c2h8w8k2r3s3p1x1u1x1d1x1g2f32",
                         "n3c2h17w23k2r5s3p2x1u2x3d1x2g2f32"}) {
     const ConvDesc d = ConvDesc::parse(s);
-    ASSERT_GE(detail::fused_wgrad_log_size(d), 0) << s;
+    ASSERT_GE(detail::fused_wgrad_size(d), 0) << s;
     for (int sms : {1, 132}) {
       int chunks = 0;
       const testing::ErrorStats e = check_wgrad(d, 78, sms, &chunks);
@@ -304,11 +332,55 @@ TEST(FusedProgram, BackwardFilterGeometries) {
 }
 
 // The period rule: the landmark row (96x96, 45x45, same padding) at 128; 14x14 with 31x31 and
-// padding 15 at 32; a stride-3 dy that needs more than the lags do.
+// padding 15 at 32; a plane beyond 128.
 TEST(FusedProgram, BackwardFilterSizes) {
-  EXPECT_EQ(detail::fused_wgrad_log_size(ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32")), 7);
-  EXPECT_EQ(detail::fused_wgrad_log_size(ConvDesc::parse("n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32")), 5);
-  EXPECT_EQ(detail::fused_wgrad_log_size(ConvDesc::parse("n1c1h200w200k1r9s9p4x4u1x1d1x1g1f32")), -1);
+  const auto size = [](const char* s) { return detail::fused_wgrad_size(ConvDesc::parse(s)); };
+  EXPECT_EQ(size("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), 128);
+  EXPECT_EQ(size("n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32"), 32);
+  EXPECT_EQ(size("n1c2h56w56k2r31s31p15x15u1x1d1x1g2f32"), 72);
+  EXPECT_EQ(size("n1c1h200w200k1r9s9p4x4u1x1d1x1g1f32"), -1);
+}
+
+// line_dft<N> of either direction against the plain sum, X[k] read at line_slot<N>(k).
+template <int N, bool kInverse>
+void check_line_dft(std::mt19937_64& gen) {
+  float2 v[N];
+  std::vector<std::complex<double>> x(N);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int i = 0; i < N; ++i) {
+    v[i] = make_float2(u(gen), u(gen));
+    x[i] = {v[i].x, v[i].y};
+  }
+  fused::line_dft<N, kInverse>(v);
+  double num = 0.0, den = 0.0;
+  for (int k = 0; k < N; ++k) {
+    std::complex<double> s = 0.0;
+    for (int n = 0; n < N; ++n) s += x[n] * std::polar(1.0, (kInverse ? 2 : -2) * M_PI * n * k / N);
+    const float2 got = v[fused::line_slot<N>(k)];
+    num += std::norm(std::complex<double>(got.x, got.y) - s);
+    den += std::norm(s);
+  }
+  EXPECT_LT(std::sqrt(num / den), 3e-7) << "N = " << N << (kInverse ? " inverse" : " forward");
+}
+
+// Every line length of the covered sizes (F/2 points), both directions.
+TEST(FusedProgram, LineDftOfEverySize) {
+  std::mt19937_64 gen(6);
+  fused::static_for<0, 2>([&](auto ic) {
+    constexpr bool kInv = decltype(ic)::value == 1;
+    check_line_dft<4, kInv>(gen);
+    check_line_dft<8, kInv>(gen);
+    check_line_dft<12, kInv>(gen);
+    check_line_dft<16, kInv>(gen);
+    check_line_dft<20, kInv>(gen);
+    check_line_dft<24, kInv>(gen);
+    check_line_dft<28, kInv>(gen);
+    check_line_dft<32, kInv>(gen);
+    check_line_dft<36, kInv>(gen);
+    check_line_dft<40, kInv>(gen);
+    check_line_dft<48, kInv>(gen);
+    check_line_dft<64, kInv>(gen);
+  });
 }
 
 // The constexpr twiddles against the library's sine and cosine, and a DFT against its sum.

@@ -4,6 +4,7 @@
 // every covered FFT size, kept filters and CUDA graph capture.
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
@@ -35,7 +36,7 @@ ConvDesc random_fused_desc(std::mt19937_64& gen, DType dtype, bool wgrad = false
     if (d.h + 2 * d.pad_h < d.eff_r() || d.w + 2 * d.pad_w < d.eff_s()) continue;
     if (!output_reads_data(d)) continue;
     if (detail::min_fft_h(d) > 128 || detail::min_fft_w(d) > 128) continue;
-    if (wgrad && detail::fused_wgrad_log_size(d) < 0) continue;
+    if (wgrad && detail::fused_wgrad_size(d) < 0) continue;
     return d;
   }
 }
@@ -134,22 +135,25 @@ TEST(FusedSweep, BackwardFilterBf16) {
   sweep(Pass::kBackwardFilter, DType::kBF16, 50, 79);
 }
 
-// Every FFT size the fused path covers: an unpadded input of 2^a x 2^b with a small kernel has
-// exactly that minimum period on each axis, and the plan takes the larger for both.
+// Every FFT size the fused path covers (kFusedSizes): an unpadded input of a x b of those sizes
+// with a small kernel has exactly that minimum period on each axis, and the plan takes the
+// larger for both. Each size once against each of a few others.
 TEST(Fused, EveryCoveredSize) {
   FFTCONV_REQUIRE_GPU();
-  for (int a = 3; a <= 7; ++a) {
-    for (int b = 3; b <= 7; ++b) {
+  const std::vector<std::int64_t> sizes(std::begin(detail::kFusedSizes),
+                                        std::end(detail::kFusedSizes));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    for (std::size_t j : {std::size_t{0}, i, (i + 5) % sizes.size()}) {
       ConvDesc d;
       d.n = 1;
-      d.c = d.k = d.groups = 3;  // an odd plane count: the last block has one plane
-      d.h = std::int64_t{1} << a;
-      d.w = std::int64_t{1} << b;
+      d.c = d.k = d.groups = 5;  // an odd plane count: the last block is partly idle
+      d.h = sizes[i];
+      d.w = sizes[j];
       d.r = 5;
       d.s = 3;
       Options o;
       o.algo = Algo::kFftFused;
-      const Problem p(d, 500 + 10 * a + b, true);
+      const Problem p(d, 500 + 10 * i + j, true);
       const RunResult r = run_forward(p, o);
       // One size for both axes: the larger one.
       EXPECT_EQ(r.info.fft_h, std::max(d.h, d.w)) << r.describe;
