@@ -109,7 +109,8 @@ class FusedFftAlgo final : public ConvAlgo {
         pass_(o.pass),
         size_(pass_size(d, o)),
         conv_(fused_conv_args(d, o.pass, size_)),
-        filter_(fused_filter_args(d, o.pass, size_)) {
+        filter_(fused_filter_args(d, o.pass, size_)),
+        overlap_filter_(current_device_has_pdl()) {
     prepare_fused_kernels();
     if (pass_ == Pass::kBackwardFilter) {
       wgrad_ = wgrad_args(d, o);
@@ -142,6 +143,9 @@ class FusedFftAlgo final : public ConvAlgo {
       enqueue_factors(a.w, a.workspace, stream);
       if (marks) marks->mark("filter", stream);
       c.factors = a.workspace;
+      // The convolution kernel overlaps the filter kernel (programmatic dependent launch) unless
+      // a stage mark stands between them.
+      c.after_filter = overlap_filter_ && marks == nullptr;
     } else {
       FFTCONV_ASSERT(kept_, "a pass without a filter and none kept");
       kept_fence_.mark(stream);
@@ -185,6 +189,7 @@ class FusedFftAlgo final : public ConvAlgo {
   int size_;
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
+  bool overlap_filter_;  ///< per-call filters: the convolution kernel launched as a dependent
   FusedWgradArgs wgrad_;
   std::size_t workspace_ = 0;
   DeviceBuffer kept_;

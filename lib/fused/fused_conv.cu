@@ -73,6 +73,22 @@ struct ColumnCopy {
   }
 };
 
+// Programmatic dependent launch (sm_90): with a per-call filter the convolution kernel is
+// launched as the filter kernel's dependent, so its blocks stage and transform their planes
+// while the filter kernel runs, and wait for it (its whole grid done, its writes visible) only
+// before the product reads the filter spectra. Each filter block allows the dependent launch as
+// it starts. Without such a launch (a kept filter, older devices) the wait returns at once.
+__device__ __forceinline__ void allow_dependent_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_primary_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Threads and planes of a block, and the blocks an SM holds (fused_conv.h): at most 170
 // registers a thread for 128x128 (three blocks of 128 threads and 66.5 KB of shared memory an
 // SM), 128 for the other powers of two.
@@ -111,12 +127,14 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_conv_kernel(
   fused::fused_conv_program<F>(
       bp.ex, bp.buf, geo, g, active,
       ColumnCopy{a.src, a.dtype, src_base, geo.src_w},
-      [&](int i, float v) { store_element(a.out, a.dtype, out_base + i, v + bias); });
+      [&](int i, float v) { store_element(a.out, a.dtype, out_base + i, v + bias); },
+      [] { wait_for_primary_grid(); });
 }
 
 template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_filter_kernel(
     const FusedFilterArgs a) {
+  allow_dependent_grid();  // the convolution kernel may start its transforms now
   extern __shared__ float smem[];
   BlockPlane<F> bp(smem);
   const int filter = static_cast<int>(bp.plane);
@@ -223,7 +241,21 @@ dim3 grid_of(std::int64_t planes) {
 
 template <int F>
 void launch_conv(const FusedConvArgs& a, cudaStream_t stream) {
-  fused_conv_kernel<F><<<grid_of<F>(a.planes), kThreads<F>, smem_bytes<F>(), stream>>>(a);
+  if (!a.after_filter) {
+    fused_conv_kernel<F><<<grid_of<F>(a.planes), kThreads<F>, smem_bytes<F>(), stream>>>(a);
+    return;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid_of<F>(a.planes);
+  config.blockDim = dim3(kThreads<F>);
+  config.dynamicSmemBytes = smem_bytes<F>();
+  config.stream = stream;
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  FFTCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, fused_conv_kernel<F>, a));
 }
 
 template <int F>

@@ -40,6 +40,9 @@ struct FusedConvArgs {
   FusedGeometry geo;
   DType dtype = DType::kF32;
   int size = 8;  ///< FFT size F along both axes (one of kFusedSizes)
+  /// The factors come from the filter kernel enqueued just before on the same stream: launch as
+  /// its programmatic dependent (sm_90), overlapping its run with the planes' forward transforms.
+  bool after_filter = false;
 };
 
 struct FusedFilterArgs {

@@ -470,15 +470,21 @@ FFTCONV_DFT_HD void stage_and_transform(Exec& ex, float* buf, const PlaneGeometr
   }
 }
 
-/// The convolution of one plane: source (copy) to output (store) through the filter spectrum g.
+/// The convolution of one plane: source (copy) to output (store) through the filter spectrum g,
+/// which is read first by the product, after the columns' forward step: before_product() runs
+/// there, once per thread (the kernel waits there for the filter kernel it overlaps).
 #pragma nv_exec_check_disable
-template <int F, class Exec, class Copy, class Store>
+template <int F, class Exec, class Copy, class Store, class BeforeProduct>
 FFTCONV_DFT_HD void fused_conv_program(Exec& ex, float* buf, const PlaneGeometry& geo,
-                                       const float2* g, bool active, Copy&& copy, Store&& store) {
+                                       const float2* g, bool active, Copy&& copy, Store&& store,
+                                       BeforeProduct&& before_product) {
   using L = Line<F / 2>;
   stage_and_transform<F>(ex, buf, geo, active, copy, kRowsInverse, [&](int step) {
     if (step == kColsForward) {
-      ex.each([&](int t, L&) { cols_product<F>(t, reinterpret_cast<float2*>(buf), g); });
+      ex.each([&](int t, L&) {
+        before_product();
+        cols_product<F>(t, reinterpret_cast<float2*>(buf), g);
+      });
       ex.sync();
     }
   });

@@ -82,7 +82,7 @@ std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector
     fused::fused_conv_program<F>(
         ex, buf.data(), g, spectra.data() + std::int64_t(filter) * L::kSpecSize, true,
         HostColumnCopy{src.data() + p * src_plane, g.src_w},
-        [&](int i, float v) { out[p * out_plane + i] = v + b; });
+        [&](int i, float v) { out[p * out_plane + i] = v + b; }, [] {});
   }
   return out;
 }
