@@ -51,6 +51,42 @@ FFTCONV_HD Lane lane_of(const DirectGeometry& geo, int tid) {
   return Lane{tid % geo.tile_h, rest % geo.split, (rest / geo.split) * kStrip};
 }
 
+/// Loads a thread issues before it stores them (staging): one at a time, each waited out a
+/// global-memory latency (a 96x96 plane's tile took 26 in a row, its window and filter rows).
+constexpr int kLoadBatch = 8;
+
+/// Copies rows x cols values into dst (row pitch `pitch`): value (i, j) is read(i, j). Rows by
+/// warp, columns by lane (coalesced, no division per element); each thread issues up to
+/// kLoadBatch reads before it stores them.
+#pragma nv_exec_check_disable
+template <class Read>
+FFTCONV_HD void stage_rows(int rows, int cols, int pitch, int tid, float* dst, const Read& read) {
+  constexpr int kWarps = kThreads / 32;
+  const int warp = tid / 32, lane = tid % 32;
+  const int groups = (cols + 31) / 32;  // column groups of 32 a row
+  const int items = (rows > warp ? (rows - warp + kWarps - 1) / kWarps : 0) * groups;
+  int i = warp, g = 0;  // the next item's row and column group
+  for (int first = 0; first < items; first += kLoadBatch) {
+    float v[kLoadBatch];
+    int at[kLoadBatch];
+    FFTCONV_UNROLL
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int j = lane + 32 * g;
+      const bool ok = first + u < items && j < cols;
+      at[u] = ok ? i * pitch + j : -1;
+      v[u] = ok ? read(i, j) : 0.0f;
+      if (++g == groups) {
+        g = 0;
+        i += kWarps;
+      }
+    }
+    FFTCONV_UNROLL
+    for (int u = 0; u < kLoadBatch; ++u) {
+      if (at[u] >= 0) dst[at[u]] = v[u];
+    }
+  }
+}
+
 /// Stages source channel `ci` of the block's group (the window, zeros outside the source) and
 /// its filter plane. src(e) and w(e) read element e of the source and filter tensors as float.
 #pragma nv_exec_check_disable
@@ -61,34 +97,24 @@ FFTCONV_HD void load(const DirectGeometry& geo, const Block& k, int ci, int tid,
   const std::int64_t plane = std::int64_t(k.n) * geo.src_c + std::int64_t(k.g) * geo.group_in + ci;
   const std::int64_t base = plane * geo.src_h * geo.src_w;
   const int row0 = k.p0 * geo.stride_h - geo.off_h, col0 = k.q0 * geo.stride_w - geo.off_w;
-  // Rows by warp, columns by lane: coalesced, and no division per element.
-  const int warp = tid / 32, lane = tid % 32;
-  constexpr int kWarps = kThreads / 32;
-  for (int i = warp; i < geo.win_h; i += kWarps) {
-    const int si = row0 + i;
-    const bool row_inside = si >= 0 && si < geo.src_h;
-    const std::int64_t row = base + std::int64_t(si) * geo.src_w;
-    for (int j = lane; j < geo.win_w; j += 32) {
-      const int sj = col0 + j;
-      smem[i * pitch + j] = row_inside && sj >= 0 && sj < geo.src_w ? src(row + sj) : 0.0f;
-    }
-  }
+  stage_rows(geo.win_h, geo.win_w, pitch, tid, smem, [&](int i, int j) {
+    const int si = row0 + i, sj = col0 + j;
+    return si >= 0 && si < geo.src_h && sj >= 0 && sj < geo.src_w
+               ? src(base + std::int64_t(si) * geo.src_w + sj)
+               : 0.0f;
+  });
   // The filter plane: forward w[o][ci][r][s]; backward data w[g * group_in + ci][o'][R-1-r][S-1-s]
   // with o' the output channel's index in its group.
-  float* filt = smem + geo.win_h * pitch;
-  const int fpitch = geo.filter_pitch();
   const std::int64_t taps = std::int64_t(geo.r) * geo.s;
   const std::int64_t fplane =
       geo.transpose
           ? (std::int64_t(k.g) * geo.group_in + ci) * geo.filter_cg + (k.o - k.g * geo.group_out)
           : std::int64_t(k.o) * geo.filter_cg + ci;
-  for (int r = warp; r < geo.r; r += kWarps) {
+  stage_rows(geo.r, geo.s, geo.filter_pitch(), tid, smem + geo.win_h * pitch, [&](int r, int s) {
     const int fr = geo.transpose ? geo.r - 1 - r : r;
-    for (int s = lane; s < geo.s; s += 32) {
-      const int fs = geo.transpose ? geo.s - 1 - s : s;
-      filt[r * fpitch + s] = w(fplane * taps + std::int64_t(fr) * geo.s + fs);
-    }
-  }
+    const int fs = geo.transpose ? geo.s - 1 - s : s;
+    return w(fplane * taps + std::int64_t(fr) * geo.s + fs);
+  });
 }
 
 /// Adds the thread's taps of the staged channel to acc.

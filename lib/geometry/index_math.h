@@ -10,6 +10,13 @@
 #else
 #define FFTCONV_HD inline
 #endif
+// Full unrolling of a loop over a register array on the device (a runtime index would put the
+// array in local memory); host code needs no hint.
+#if defined(__CUDA_ARCH__)
+#define FFTCONV_UNROLL _Pragma("unroll")
+#else
+#define FFTCONV_UNROLL
+#endif
 
 namespace fftconv::detail {
 
