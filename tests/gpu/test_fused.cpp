@@ -262,6 +262,40 @@ TEST(Fused, KeptFilterMatchesPerCall) {
   EXPECT_GT(plan.filter_bytes(), 0u);
 }
 
+// Per-call filters that change from call to call on one plan, workspace and stream, with no
+// synchronisation between the calls: each convolution kernel, which overlaps its filter kernel
+// (programmatic dependent launch), must read the spectra of its own call's filter, not the
+// previous call's still in the workspace. One 128x128 filter is one block of the filter kernel,
+// the longest it runs; 64 planes and 72x72 planes besides.
+TEST(Fused, PerCallFiltersChangingBetweenCalls) {
+  FFTCONV_REQUIRE_GPU();
+  for (const char* s : {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n2c8h56w56k8r31s31p15x15u1x1d1x1g8f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    const Problem a(d, 71, true), b(d, 72, true);
+    Options o;
+    o.algo = Algo::kFftFused;
+    o.graph_replay = false;  // each call enqueued as it comes
+    Plan plan(d, o);
+    testing::DeviceBuffer ws(plan.workspace_size());
+    const Problem* order[] = {&a, &b, &a, &b, &b, &a};
+    std::vector<testing::DeviceBuffer> ys;
+    ys.reserve(std::size(order));
+    for (const Problem* p : order) {
+      ys.emplace_back(4 * d.y_elems());
+      ys.back().poison();
+      plan.forward(p->x.get(), p->w.get(), p->bias.get(), ys.back().get(), ws.get(), ws.bytes(),
+                   nullptr);
+    }
+    testing::cuda_check(cudaDeviceSynchronize(), "calls");
+    for (std::size_t i = 0; i < ys.size(); ++i) {
+      const testing::ErrorStats e =
+          testing::compare(download(ys[i], d.y_elems(), DType::kF32), order[i]->ref);
+      EXPECT_TRUE(e.pass(1e-5)) << s << " call " << i << ": " << e.to_string();
+    }
+  }
+}
+
 TEST(Fused, CapturesInACudaGraph) {
   FFTCONV_REQUIRE_GPU();
   ConvDesc d;
