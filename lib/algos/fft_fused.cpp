@@ -110,7 +110,7 @@ class FusedFftAlgo final : public ConvAlgo {
         size_(pass_size(d, o)),
         conv_(fused_conv_args(d, o.pass, size_)),
         filter_(fused_filter_args(d, o.pass, size_)),
-        overlap_filter_(current_device_has_pdl()) {
+        overlap_filter_(fused_conv_can_overlap_filter(size_)) {
     prepare_fused_kernels();
     if (pass_ == Pass::kBackwardFilter) {
       wgrad_ = wgrad_args(d, o);

@@ -14,14 +14,5 @@ int current_sm_count() {
   return sms;
 }
 
-bool current_device_has_pdl() {
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return major >= 9;
-}
 
 }  // namespace fftconv::detail

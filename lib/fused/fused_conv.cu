@@ -304,6 +304,25 @@ std::size_t fused_smem_bytes(int size) {
   return bytes;
 }
 
+bool fused_conv_can_overlap_filter(int size) {
+  int dev = 0, major = 0;
+  cudaFuncAttributes attr = {};
+  bool compiled = false;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  with_size(size, [&](auto f) {
+    compiled = cudaFuncGetAttributes(&attr, fused_conv_kernel<decltype(f)::value>) == cudaSuccess;
+  });
+  if (!compiled) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return major >= 9 && attr.ptxVersion >= 90;
+}
+
 void prepare_fused_kernels() {
   for (const int size : kFusedSizes) {
     with_size(size, [&](auto f) { prepare_size<decltype(f)::value>(); });

@@ -176,6 +176,13 @@ std::size_t fused_smem_bytes(int size);
 /// own fixed need, so concurrent plans cannot undo one another).
 void prepare_fused_kernels();
 
+/// Whether the convolution kernel of FFT size `size` may overlap the filter kernel before it on
+/// the current device (FusedConvArgs::after_filter): the device runs programmatic dependent
+/// launches (sm_90 and up) and the kernel's code was compiled for them (PTX of compute_90 or
+/// later, which has its wait for the filter grid; a build for older architectures JIT-compiled
+/// on the device has not). Plan time.
+bool fused_conv_can_overlap_filter(int size);
+
 void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream);
 void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream);
 /// The backward-filter pass: the slots' kernel, and with chunks > 1 the sum of the partials.

@@ -266,34 +266,57 @@ TEST(Fused, KeptFilterMatchesPerCall) {
 // synchronisation between the calls: each convolution kernel, which overlaps its filter kernel
 // (programmatic dependent launch), must read the spectra of its own call's filter, not the
 // previous call's still in the workspace. One 128x128 filter is one block of the filter kernel,
-// the longest it runs; 64 planes and 72x72 planes besides.
+// the longest it runs; 64 planes and 96x96 planes besides; forward and backward data, fp32 and
+// fp16 (whose loads before the wait differ), on a stream of the test's own.
 TEST(Fused, PerCallFiltersChangingBetweenCalls) {
   FFTCONV_REQUIRE_GPU();
+  cudaStream_t stream;
+  testing::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   for (const char* s : {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
-                        "n2c8h56w56k8r31s31p15x15u1x1d1x1g8f32"}) {
+                        "n2c8h56w56k8r31s31p15x15u1x1d1x1g8f32",
+                        "n64c1h96w96k1r45s45p22x22u1x1d1x1g1f16"}) {
     const ConvDesc d = ConvDesc::parse(s);
-    const Problem a(d, 71, true), b(d, 72, true);
-    Options o;
-    o.algo = Algo::kFftFused;
-    o.graph_replay = false;  // each call enqueued as it comes
-    Plan plan(d, o);
-    testing::DeviceBuffer ws(plan.workspace_size());
-    const Problem* order[] = {&a, &b, &a, &b, &b, &a};
-    std::vector<testing::DeviceBuffer> ys;
-    ys.reserve(std::size(order));
-    for (const Problem* p : order) {
-      ys.emplace_back(4 * d.y_elems());
-      ys.back().poison();
-      plan.forward(p->x.get(), p->w.get(), p->bias.get(), ys.back().get(), ws.get(), ws.bytes(),
-                   nullptr);
-    }
-    testing::cuda_check(cudaDeviceSynchronize(), "calls");
-    for (std::size_t i = 0; i < ys.size(); ++i) {
-      const testing::ErrorStats e =
-          testing::compare(download(ys[i], d.y_elems(), DType::kF32), order[i]->ref);
-      EXPECT_TRUE(e.pass(1e-5)) << s << " call " << i << ": " << e.to_string();
+    const double tol = testing::tolerance(d.dtype);
+    for (Pass pass : {Pass::kForward, Pass::kBackwardData}) {
+      const bool fwd = pass == Pass::kForward;
+      // Two sets of inputs: the forward pass's (x, w) and the backward pass's (dy, w).
+      const Problem fa(d, 71, false), fb(d, 72, false);
+      const BwdProblem ba(d, 71), bb(d, 72);
+      Options o;
+      o.algo = Algo::kFftFused;
+      o.pass = pass;
+      o.graph_replay = false;  // each call enqueued as it comes
+      Plan plan(d, o);
+      testing::DeviceBuffer ws(plan.workspace_size());
+      const int order[] = {0, 1, 0, 1, 1, 0};
+      const std::int64_t elems = fwd ? d.y_elems() : d.x_elems();
+      std::vector<testing::DeviceBuffer> outs;
+      outs.reserve(std::size(order));
+      for (std::size_t i = 0; i < std::size(order); ++i) {
+        outs.emplace_back(dtype_size(d.dtype) * elems);
+        outs.back().poison();
+      }
+      testing::cuda_check(cudaDeviceSynchronize(), "poison");
+      for (std::size_t i = 0; i < outs.size(); ++i) {
+        if (fwd) {
+          const Problem& p = order[i] ? fb : fa;
+          plan.forward(p.x.get(), p.w.get(), nullptr, outs[i].get(), ws.get(), ws.bytes(), stream);
+        } else {
+          const BwdProblem& p = order[i] ? bb : ba;
+          plan.backward_data(p.dy.get(), p.w.get(), outs[i].get(), ws.get(), ws.bytes(), stream);
+        }
+      }
+      testing::cuda_check(cudaStreamSynchronize(stream), "calls");
+      for (std::size_t i = 0; i < outs.size(); ++i) {
+        const std::vector<double>& ref =
+            fwd ? (order[i] ? fb : fa).ref : (order[i] ? bb : ba).ref_dx;
+        const testing::ErrorStats e = testing::compare(download(outs[i], elems, d.dtype), ref);
+        EXPECT_TRUE(e.pass(tol)) << s << " " << pass_name(pass) << " call " << i << ": "
+                                 << e.to_string();
+      }
     }
   }
+  cudaStreamDestroy(stream);
 }
 
 TEST(Fused, CapturesInACudaGraph) {
