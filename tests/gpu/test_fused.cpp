@@ -222,12 +222,13 @@ TEST(Fused, BackwardFilterSlicesSumInOrder) {
 }
 
 // The depthwise rows of the suite, backward filter, as a network's training step runs them
-// (the batch sliced across the SMs, the slices' windows summed).
+// (the batch sliced across the SMs, the slices' windows summed): FFT sizes 128, 32, 56 and 72.
 TEST(Fused, BackwardFilterDepthwiseRows) {
   FFTCONV_REQUIRE_GPU();
   for (const char* s : {"n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
                         "n32c512h14w14k512r31s31p15x15u1x1d1x1g512f32",
-                        "n8c256h28w28k256r51s51p25x25u1x1d1x1g256f32"}) {
+                        "n8c256h28w28k256r51s51p25x25u1x1d1x1g256f32",
+                        "n4c128h56w56k128r31s31p15x15u1x1d1x1g128f32"}) {
     const ConvDesc d = ConvDesc::parse(s);
     Options o;
     o.algo = Algo::kFftFused;
