@@ -500,8 +500,9 @@ if step fused; then
     echo "== --algo $algo"; cat "$OUT/fused-$algo.txt"
   done
   # The sizes between the powers of two against the next power of two, forced, on the same
-  # machine (replknet_dw31_56 runs 72x72 by default, slak_dw51_28 56x56): fused-pow2-*.
-  for pair in replknet_dw31_56:128 slak_dw51_28:64; do
+  # machine (replknet_dw31_56 runs 72x72 by default, slak_dw51_28 56x56), and the heatmap rows'
+  # tiles (2 x 2 of 96x96 by default) against the whole 128x128 plane: fused-pow2-*.
+  for pair in replknet_dw31_56:128 slak_dw51_28:64 landmark_batch64:128 seed3_landmark_same:128; do
     row=${pair%%:*} f=${pair##*:}
     grep -E "^(name|$row)," data/shapes/suite.csv >"$OUT/fused-pow2-$row.csv"
     # shellcheck disable=SC2086

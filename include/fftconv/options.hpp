@@ -205,7 +205,8 @@ struct PlanInfo {
   Algo algo = Algo::kAuto;          ///< the algorithm that runs (never kAuto)
   std::int64_t fft_h = 0;           ///< FFT size (FFT paths; per tile when tiled), else 0
   std::int64_t fft_w = 0;
-  std::int64_t tiles_h = 1;  ///< overlap-save tiles per image (1 x 1: full image)
+  /// Overlap-save tiles per image (kFftTiled) or plane (kFftFused); 1 x 1: whole.
+  std::int64_t tiles_h = 1;
   std::int64_t tiles_w = 1;
   std::string gemm;             ///< per-frequency GEMM kernel (FFT path), e.g. "regtile_8x8"
   double gemm_flops = 0.0;      ///< FLOPs of the per-frequency GEMM (FFT path)

@@ -30,11 +30,40 @@ DType wgrad_out_dtype(const ConvDesc& d, const Options& o) {
   return o.dw_fp32 ? DType::kF32 : d.dtype;
 }
 
-// The pass's FFT size: the smallest of kFusedSizes that holds its period, or, on a plan that asks
-// for the fused path by name, the size Options force (fft_h = fft_w, one of kFusedSizes, at or
-// above that one; under Auto a forced size is the full-image FFT's, as for the tiled path); -1
-// with `why` set when there is none.
-int pass_size(const ConvDesc& d, const Options& o, std::string* why = nullptr) {
+// How a pass's planes are transformed: whole, at `size`, or in tiles of size x size.
+struct FusedChoice {
+  int size = -1;
+  bool tiled = false;
+  int tiles_h = 1, tiles_w = 1;
+};
+
+std::string choice_text(const FusedChoice& c) {
+  return size_text(c.size) + (c.tiled ? ", " + std::to_string(c.tiles_h) + "x" +
+                                            std::to_string(c.tiles_w) + " tiles a plane"
+                                      : std::string());
+}
+
+// Tiles of size x size where the pass takes them, else none (size -1).
+FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
+  FusedChoice c;
+  if (fused_tiles(d, pass, size, &c.tiles_h, &c.tiles_w)) {
+    c.size = size;
+    c.tiled = true;
+  }
+  return c;
+}
+
+double choice_us(const ConvDesc& d, Pass pass, const FusedChoice& c) {
+  return estimate_fused_us(d, c.size, pass, c.tiles_h * c.tiles_w);
+}
+
+// The pass's transform: the whole plane at the smallest of kFusedSizes that holds its period,
+// or (forward, and backward data at unit stride) tiles of a smaller size where the estimate
+// says they pay (planes too few to fill the GPU with one block each); on a plan that asks for
+// the fused path by name, the size Options force (fft_h = fft_w, one of kFusedSizes: the whole
+// plane at or above the period, tiles below it; under Auto a forced size is the full-image
+// FFT's, as for the tiled path). Size -1 with `why` set when there is none.
+FusedChoice pass_choice(const ConvDesc& d, const Options& o, std::string* why = nullptr) {
   const bool wgrad = o.pass == Pass::kBackwardFilter;
   const int least = wgrad ? fused_wgrad_size(d) : fused_size(d);
   if (least < 0) {
@@ -43,26 +72,50 @@ int pass_size(const ConvDesc& d, const Options& o, std::string* why = nullptr) {
              std::to_string(kMaxFusedExtent) + "; " + d.to_string() +
              (wgrad ? " (backward filter)" : "") + " needs more than that";
     }
-    return -1;
+    return {};
   }
-  if (o.algo != Algo::kFftFused || (o.fft_h == 0 && o.fft_w == 0)) return least;
+  FusedChoice whole;
+  whole.size = least;
+  if (o.algo != Algo::kFftFused || (o.fft_h == 0 && o.fft_w == 0)) {
+    FusedChoice best = whole;
+    double best_us = choice_us(d, o.pass, whole);
+    for (const int f : kFusedSizes) {
+      if (f >= least) break;
+      const FusedChoice c = tiled_choice(d, o.pass, f);
+      if (c.size < 0) continue;
+      const double us = choice_us(d, o.pass, c);
+      if (us < best_us) best = c, best_us = us;
+    }
+    return best;
+  }
   const bool listed =
       std::find(std::begin(kFusedSizes), std::end(kFusedSizes), o.fft_h) != std::end(kFusedSizes);
-  if (o.fft_h != o.fft_w || !listed || o.fft_h < least) {
-    if (why) {
-      std::string sizes;
-      for (const int f : kFusedSizes) {
-        if (f >= least) sizes += (sizes.empty() ? "" : ", ") + std::to_string(f);
-      }
-      *why = "the fused FFT takes one size for both axes, one of its sizes at or above the "
-             "plane's period (" +
-             sizes + " for " + d.to_string() + (wgrad ? ", backward filter" : "") +
-             "), not the forced " + std::to_string(o.fft_h) + "x" + std::to_string(o.fft_w);
+  if (o.fft_h == o.fft_w && listed) {
+    const int forced = static_cast<int>(o.fft_h);
+    if (forced >= least) {
+      FusedChoice c;
+      c.size = forced;
+      return c;
     }
-    return -1;
+    const FusedChoice c = tiled_choice(d, o.pass, forced);
+    if (c.size > 0) return c;
   }
-  return static_cast<int>(o.fft_h);
+  if (why) {
+    std::string sizes;
+    for (const int f : kFusedSizes) {
+      if (f >= least || tiled_choice(d, o.pass, f).size > 0) {
+        sizes += (sizes.empty() ? "" : ", ") + std::to_string(f);
+      }
+    }
+    *why = "the fused FFT takes one size for both axes, one of its sizes at or above the "
+           "plane's period, or below it in tiles where the pass takes them (" +
+           sizes + " for " + d.to_string() + (wgrad ? ", backward filter" : "") +
+           "), not the forced " + std::to_string(o.fft_h) + "x" + std::to_string(o.fft_w);
+  }
+  return {};
 }
+
+int pass_size(const ConvDesc& d, const Options& o) { return pass_choice(d, o).size; }
 
 FusedWgradArgs wgrad_args(const ConvDesc& d, const Options& o) {
   return fused_wgrad_args(d, pass_size(d, o), wgrad_out_dtype(d, o), current_sm_count());
@@ -82,7 +135,8 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
                            std::to_string(d.k_per_group()) + " per group of " + d.to_string());
   }
   std::string why;
-  const int size = pass_size(d, o, &why);
+  const FusedChoice choice = pass_choice(d, o, &why);
+  const int size = choice.size;
   if (size < 0) return Support::no(Status::kNotSupported, why);
   const std::size_t bytes =
       wgrad ? wgrad_workspace(d, wgrad_args(d, o)) : fused_factor_bytes(d.k, size);
@@ -93,8 +147,9 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
                            ", over the workspace limit of " + std::to_string(o.workspace_limit) +
                            " bytes");
   }
-  // The kernels index one plane and one grid in 32 bits.
-  const std::int64_t planes = o.pass == Pass::kForward ? d.n * d.k : d.n * d.c;
+  // The kernels index one plane and one grid (planes or tiles) in 32 bits.
+  const std::int64_t planes = (o.pass == Pass::kForward ? d.n * d.k : d.n * d.c) *
+                              std::int64_t(choice.tiles_h) * choice.tiles_w;
   if (planes > (std::int64_t{1} << 31) - 2 || d.h * d.w > (std::int64_t{1} << 30) ||
       d.out_h() * d.out_w() > (std::int64_t{1} << 30)) {
     return Support::no(Status::kNotSupported, "the fused FFT indexes in 32 bits: " + d.to_string());
@@ -107,8 +162,10 @@ class FusedFftAlgo final : public ConvAlgo {
   FusedFftAlgo(const ConvDesc& d, const Options& o)
       : d_(d),
         pass_(o.pass),
-        size_(pass_size(d, o)),
-        conv_(fused_conv_args(d, o.pass, size_)),
+        choice_(pass_choice(d, o)),
+        size_(choice_.size),
+        conv_(choice_.tiled ? fused_tiled_conv_args(d, o.pass, size_, &tiling_)
+                            : fused_conv_args(d, o.pass, size_)),
         filter_(fused_filter_args(d, o.pass, size_)),
         overlap_filter_(fused_conv_can_overlap_filter(size_)) {
     prepare_fused_kernels();
@@ -154,13 +211,15 @@ class FusedFftAlgo final : public ConvAlgo {
     c.src = pass_ == Pass::kForward ? a.x : a.dy;
     c.bias = pass_ == Pass::kForward ? a.bias : nullptr;
     c.out = a.out;
-    launch_fused_conv(c, stream);
+    launch_fused_conv(c, stream, choice_.tiled ? &tiling_ : nullptr);
     if (marks) marks->mark("fused", stream);
   }
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kFftFused;
     info.fft_h = info.fft_w = size_;
+    info.tiles_h = choice_.tiles_h;
+    info.tiles_w = choice_.tiles_w;
     info.workspace_bytes = workspace_;
   }
 
@@ -186,7 +245,9 @@ class FusedFftAlgo final : public ConvAlgo {
 
   ConvDesc d_;
   Pass pass_;
+  FusedChoice choice_;
   int size_;
+  FusedTiling tiling_;  ///< choice_.tiled: the tiles (before conv_, which fills it)
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
   bool overlap_filter_;  ///< per-call filters: the convolution kernel launched as a dependent
@@ -203,20 +264,21 @@ class FftFusedFactory final : public AlgoFactory {
     return fused_can_implement(d, o);
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
-    const int size = pass_size(d, o);
-    if (detail) *detail = size_text(size);
+    const FusedChoice c = pass_choice(d, o);
+    const int size = c.size;
+    if (detail) *detail = choice_text(c);
     if (o.pass == Pass::kBackwardFilter) {
       const FusedWgradArgs w = wgrad_args(d, o);
       return estimate_fused_wgrad_us(d, size, w.slots(), w.per_chunk, w.chunks);
     }
-    return estimate_fused_us(d, size, o.pass);
+    return choice_us(d, o.pass, c);
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     const Support s = fused_can_implement(d, o);
     if (!s.ok()) throw Error(s.status, s.reason);
     if (reason) {
-      *reason = "fused fft " + size_text(pass_size(d, o));
+      *reason = "fused fft " + choice_text(pass_choice(d, o));
       if (o.algo == Algo::kFftFused && o.fft_h != 0) *reason += " (forced by options)";
       if (o.pass == Pass::kBackwardFilter) {
         const FusedWgradArgs w = wgrad_args(d, o);

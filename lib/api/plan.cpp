@@ -107,6 +107,7 @@ std::string Plan::describe() const {
          " gemm=" + i.gemm;
   } else if (i.algo == Algo::kFftFused) {
     s += " fft=" + size_text(i.fft_h, i.fft_w) + " fused";
+    if (i.tiles_h * i.tiles_w > 1) s += " tiles=" + size_text(i.tiles_h, i.tiles_w);
   } else if (i.algo == Algo::kSeparable) {
     s += " 1-D passes";
   } else if (i.algo == Algo::kDirect) {

@@ -77,6 +77,55 @@ FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size) {
   return a;
 }
 
+namespace {
+// A tile's outputs along an axis at FFT size f: its window, (tile - 1) step + eff, within f.
+int tile_outputs(int f, std::int64_t eff, std::int64_t step) {
+  return f < eff ? 0 : static_cast<int>((f - eff) / step + 1);
+}
+}  // namespace
+
+bool fused_tiles(const ConvDesc& d, Pass pass, int size, int* tiles_h, int* tiles_w) {
+  if (pass == Pass::kBackwardFilter) return false;
+  const bool fwd = pass == Pass::kForward;
+  if (!fwd && (d.stride_h != 1 || d.stride_w != 1)) return false;
+  const int th = tile_outputs(size, d.eff_r(), fwd ? d.stride_h : 1);
+  const int tw = tile_outputs(size, d.eff_s(), fwd ? d.stride_w : 1);
+  if (th < 1 || tw < 1) return false;
+  const std::int64_t out_h = fwd ? d.out_h() : d.h, out_w = fwd ? d.out_w() : d.w;
+  *tiles_h = i32((out_h + th - 1) / th);
+  *tiles_w = i32((out_w + tw - 1) / tw);
+  return true;
+}
+
+FusedConvArgs fused_tiled_conv_args(const ConvDesc& d, Pass pass, int size, FusedTiling* tiling) {
+  FusedConvArgs a = fused_conv_args(d, pass, size);
+  FusedTiling& t = *tiling;
+  t = FusedTiling{};
+  t.src_h = a.geo.src_h;
+  t.src_w = a.geo.src_w;
+  t.out_h = a.geo.out_h;
+  t.out_w = a.geo.out_w;
+  const bool fwd = pass == Pass::kForward;
+  const std::int64_t sh = fwd ? d.stride_h : 1, sw = fwd ? d.stride_w : 1;
+  t.tile_h = tile_outputs(size, d.eff_r(), sh);
+  t.tile_w = tile_outputs(size, d.eff_s(), sw);
+  t.tiles_h = i32((t.out_h + t.tile_h - 1) / t.tile_h);
+  t.tiles_w = i32((t.out_w + t.tile_w - 1) / t.tile_w);
+  t.window_h = i32((t.tile_h - 1) * sh + d.eff_r());
+  t.window_w = i32((t.tile_w - 1) * sw + d.eff_s());
+  t.step_h = i32(sh);
+  t.step_w = i32(sw);
+  // A window's origin and where its output is read: the forward correlation from the window's
+  // start with the stride; backward data (unit stride), the convolution of dy with the filter,
+  // from eff - 1 in a window that starts eff - 1 - pad rows before the output's row.
+  t.off_h = fwd ? -i32(d.pad_h) : i32(d.pad_h - (d.eff_r() - 1));
+  t.off_w = fwd ? -i32(d.pad_w) : i32(d.pad_w - (d.eff_s() - 1));
+  a.geo.read_off_h = fwd ? 0 : i32(d.eff_r() - 1);
+  a.geo.read_off_w = fwd ? 0 : i32(d.eff_s() - 1);
+  a.geo.wrap = false;
+  return a;
+}
+
 int fused_wgrad_size(const ConvDesc& d) {
   const int fh = fused_extent(wgrad_min_extent(d.h, d.pad_h, d.eff_r(), d.stride_h, d.out_h()));
   const int fw = fused_extent(wgrad_min_extent(d.w, d.pad_w, d.eff_s(), d.stride_w, d.out_w()));

@@ -40,8 +40,8 @@ struct DeviceExec {
 struct ColumnCopy {
   const void* src;
   DType dtype;
-  std::int64_t base;  // the plane's first element
-  int src_w;
+  std::int64_t base;  // the first element the plane (or tile) stages
+  int src_w;          // the source plane's row pitch
 
   __device__ __forceinline__ void column(float* dst, int pitch, int rows, int j) const {
     if (dtype == DType::kF32) {
@@ -125,9 +125,36 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_conv_kernel(
   const auto* g = static_cast<const float2*>(a.factors) +
                   static_cast<std::int64_t>(filter) * Layout<F>::kSpecSize;
   fused::fused_conv_program<F>(
-      bp.ex, bp.buf, geo, g, active,
-      ColumnCopy{a.src, a.dtype, src_base, geo.src_w},
-      [&](int i, float v) { store_element(a.out, a.dtype, out_base + i, v + bias); },
+      bp.ex, bp.buf, geo, g, active, ColumnCopy{a.src, a.dtype, src_base, geo.src_w},
+      [&](int p, int q, float v) {
+        store_element(a.out, a.dtype, out_base + (p * geo.out_w + q), v + bias);
+      },
+      [] { wait_for_primary_grid(); });
+}
+
+// The tiles of t (FusedTiling), a block's unit a tile of a plane, its geometry computed per
+// block (fused_tile).
+template <int F>
+__global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_conv_kernel(
+    const FusedConvArgs a, const FusedTiling t) {
+  extern __shared__ float smem[];
+  BlockPlane<F> bp(smem);
+  const int tiles = t.count();
+  const std::int64_t unit = bp.plane;
+  const bool active = unit < a.planes * tiles;
+  const std::int64_t plane = unit / tiles;
+  const int filter = active ? static_cast<int>(plane % a.k) : 0;
+  const FusedTile tile = fused_tile(a.geo, t, static_cast<int>(unit - plane * tiles));
+  const std::int64_t src_base = plane * t.src_h * t.src_w + tile.src_offset;
+  const std::int64_t out_base = plane * t.out_h * t.out_w + tile.out_offset;
+  const float bias = active && a.bias ? load_element(a.bias, a.dtype, filter) : 0.0f;
+  const auto* g = static_cast<const float2*>(a.factors) +
+                  static_cast<std::int64_t>(filter) * Layout<F>::kSpecSize;
+  fused::fused_conv_program<F>(
+      bp.ex, bp.buf, tile.geo, g, active, ColumnCopy{a.src, a.dtype, src_base, t.src_w},
+      [&](int p, int q, float v) {
+        store_element(a.out, a.dtype, out_base + (p * t.out_w + q), v + bias);
+      },
       [] { wait_for_primary_grid(); });
 }
 
@@ -184,7 +211,8 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel
         return ColumnCopy{a.dy, a.dtype, (std::int64_t(first + i) * a.c + channel) * dy_plane,
                           dyg.src_w};
       },
-      [&](int i, float v) {
+      [&](int p, int q, float v) {
+        const int i = p * xg.out_w + q;
         if (a.chunks > 1) {
           a.partial[partial_base + i] = v;
           return;
@@ -226,6 +254,8 @@ void prepare_size() {
   constexpr int bytes = static_cast<int>(smem_bytes<F>());
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_conv_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_tiled_conv_kernel<F>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_filter_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_wgrad_kernel<F>,
@@ -239,14 +269,17 @@ dim3 grid_of(std::int64_t planes) {
   return dim3(static_cast<unsigned>((planes + kPlanes<F> - 1) / kPlanes<F>));
 }
 
-template <int F>
-void launch_conv(const FusedConvArgs& a, cudaStream_t stream) {
+// Launches kernel over `units` units with args; as the filter kernel's programmatic dependent
+// where a.after_filter.
+template <int F, class Kernel, class... Args>
+void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t stream, Kernel kernel,
+                  const Args&... args) {
   if (!a.after_filter) {
-    fused_conv_kernel<F><<<grid_of<F>(a.planes), kThreads<F>, smem_bytes<F>(), stream>>>(a);
+    kernel<<<grid_of<F>(units), kThreads<F>, smem_bytes<F>(), stream>>>(args...);
     return;
   }
   cudaLaunchConfig_t config = {};
-  config.gridDim = grid_of<F>(a.planes);
+  config.gridDim = grid_of<F>(units);
   config.blockDim = dim3(kThreads<F>);
   config.dynamicSmemBytes = smem_bytes<F>();
   config.stream = stream;
@@ -255,7 +288,16 @@ void launch_conv(const FusedConvArgs& a, cudaStream_t stream) {
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  FFTCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, fused_conv_kernel<F>, a));
+  FFTCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+template <int F>
+void launch_conv(const FusedConvArgs& a, const FusedTiling* tiling, cudaStream_t stream) {
+  if (tiling && tiling->count() > 1) {
+    launch_units<F>(a, a.planes * tiling->count(), stream, fused_tiled_conv_kernel<F>, a, *tiling);
+  } else {
+    launch_units<F>(a, a.planes, stream, fused_conv_kernel<F>, a);
+  }
 }
 
 template <int F>
@@ -334,8 +376,8 @@ void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream) 
   FFTCONV_CHECK_LAUNCH();
 }
 
-void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream) {
-  with_size(a.size, [&](auto f) { launch_conv<decltype(f)::value>(a, stream); });
+void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream, const FusedTiling* tiling) {
+  with_size(a.size, [&](auto f) { launch_conv<decltype(f)::value>(a, tiling, stream); });
   FFTCONV_CHECK_LAUNCH();
 }
 

@@ -30,6 +30,57 @@ struct FusedGeometry {
   bool wrap = true;  ///< output reads past the period wrap (forward) or read zeros
 };
 
+#if defined(__CUDACC__)
+#define FFTCONV_FUSED_HD __host__ __device__
+#else
+#define FFTCONV_FUSED_HD
+#endif
+
+/// Overlap-save tiles of the fused path: a plane's output in tiles of tile_h x tile_w, each the
+/// F x F transform of the source window it reads, for planes whose whole period needs a larger
+/// F than their count of blocks can use (a few 96x96 heatmaps: four 96x96 transforms each rather
+/// than one of 128x128, four times the blocks). The window of the tile whose first output is
+/// (p0, q0) starts at source (p0 step_h + off_h, q0 step_w + off_w) and spans window_h x
+/// window_w (at most F: no read wraps). One tile (1 x 1) is the whole plane, as geo has it.
+struct FusedTiling {
+  int tiles_h = 1, tiles_w = 1;    ///< tiles a plane
+  int tile_h = 0, tile_w = 0;      ///< output rows and columns of a tile
+  int window_h = 0, window_w = 0;  ///< source rows and columns a tile reads
+  int step_h = 1, step_w = 1, off_h = 0, off_w = 0;
+  int src_h = 0, src_w = 0, out_h = 0, out_w = 0;  ///< the whole source and output planes
+  FFTCONV_FUSED_HD int count() const { return tiles_h * tiles_w; }
+};
+
+/// One tile: its geometry (the placement of the window's part inside the source, the output
+/// window) and where its source and output start in their planes.
+struct FusedTile {
+  FusedGeometry geo;
+  std::int64_t src_offset = 0, out_offset = 0;
+};
+
+/// Tile `tile` (row-major over tiles_h x tiles_w) of a plane whose tiles read as `whole` does
+/// (read offset and stride, placement step) but each within its own window, without wrapping.
+FFTCONV_FUSED_HD inline FusedTile fused_tile(const FusedGeometry& whole, const FusedTiling& t,
+                                             int tile) {
+  FusedTile r;
+  r.geo = whole;
+  r.geo.wrap = false;
+  const int p0 = (tile / t.tiles_w) * t.tile_h, q0 = (tile % t.tiles_w) * t.tile_w;
+  const int r0 = p0 * t.step_h + t.off_h, c0 = q0 * t.step_w + t.off_w;  // window origin
+  const int ra = r0 > 0 ? r0 : 0, ca = c0 > 0 ? c0 : 0;                   // first source row, col
+  const int rb = r0 + t.window_h < t.src_h ? r0 + t.window_h : t.src_h;
+  const int cb = c0 + t.window_w < t.src_w ? c0 + t.window_w : t.src_w;
+  r.geo.src_h = rb > ra ? rb - ra : 0;
+  r.geo.src_w = cb > ca ? cb - ca : 0;
+  r.geo.off_h = ra - r0;
+  r.geo.off_w = ca - c0;
+  r.geo.out_h = t.out_h - p0 < t.tile_h ? t.out_h - p0 : t.tile_h;
+  r.geo.out_w = t.out_w - q0 < t.tile_w ? t.out_w - q0 : t.tile_w;
+  r.src_offset = std::int64_t(ra) * t.src_w + ca;
+  r.out_offset = std::int64_t(p0) * t.out_w + q0;
+  return r;
+}
+
 struct FusedConvArgs {
   const void* src = nullptr;      ///< source planes, planes x src_h x src_w
   const void* factors = nullptr;  ///< float2 [k][F][F/2 + 1] (fused_filter_factors)
@@ -37,7 +88,7 @@ struct FusedConvArgs {
   void* out = nullptr;            ///< planes x out_h x out_w
   std::int64_t planes = 0;        ///< source planes = output planes (one channel per group)
   int k = 1;                      ///< filters; plane p uses filter p % k
-  FusedGeometry geo;
+  FusedGeometry geo;              ///< the whole plane's, or its tiles' reads (FusedTiling)
   DType dtype = DType::kF32;
   int size = 8;  ///< FFT size F along both axes (one of kFusedSizes)
   /// The factors come from the filter kernel enqueued just before on the same stream: launch as
@@ -90,6 +141,14 @@ int fused_size(const ConvDesc& d);
 /// (wrapping past the period); backward data spreads dy by the stride at the origin and reads
 /// the convolution at the padding.
 FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size);
+
+/// Tiles of size x size for `pass` on d, where they apply (forward, or backward data with unit
+/// stride) and a tile holds at least one output: tiles x tiles (>= 1 each); false otherwise.
+bool fused_tiles(const ConvDesc& d, Pass pass, int size, int* tiles_h, int* tiles_w);
+/// The arguments of `pass` on d in tiles of size x size (fused_tiles true), and the tiles. (The
+/// tiling is a parameter of its own of the tiled kernel: in FusedConvArgs, the whole-plane
+/// 128x128 kernel, which never reads it, spilled.)
+FusedConvArgs fused_tiled_conv_args(const ConvDesc& d, Pass pass, int size, FusedTiling* tiling);
 FusedFilterArgs fused_filter_args(const ConvDesc& d, Pass pass, int size);
 
 /// The fused backward-filter pass's FFT size for d (the smallest of kFusedSizes at or above both
@@ -184,7 +243,9 @@ void prepare_fused_kernels();
 bool fused_conv_can_overlap_filter(int size);
 
 void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream);
-void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream);
+/// The convolution kernel over whole planes, or over the tiles of `tiling` where it is not null.
+void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream,
+                       const FusedTiling* tiling = nullptr);
 /// The backward-filter pass: the slots' kernel, and with chunks > 1 the sum of the partials.
 /// r x s (the window) comes from a.x_geo.
 void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream);

@@ -337,7 +337,8 @@ FFTCONV_DFT_HD void rows_inverse_store(int t, float* buf, const Line<F / 2>& l) 
 }
 
 /// The output window from the staged result: thread t writes output columns q = t, t + F, ...
-/// of every row, store(i, value) writing output element i (coalesced across the threads).
+/// of every row, store(p, q, value) writing output element (p, q) of the window (coalesced
+/// across the threads).
 #pragma nv_exec_check_disable
 template <int F, class Store>
 FFTCONV_DFT_HD void store_output(int t, const float* buf, const PlaneGeometry& g, Store&& store) {
@@ -345,7 +346,7 @@ FFTCONV_DFT_HD void store_output(int t, const float* buf, const PlaneGeometry& g
     const int c = clip_read<int>(q, g.read_stride_w, g.read_off_w, F, g.wrap);
     for (int p = 0; p < g.out_h; ++p) {
       const int r = clip_read<int>(p, g.read_stride_h, g.read_off_h, F, g.wrap);
-      store(p * g.out_w + q, r >= 0 && c >= 0 ? buf[r * Layout<F>::kOutPitch + c] : 0.0f);
+      store(p, q, r >= 0 && c >= 0 ? buf[r * Layout<F>::kOutPitch + c] : 0.0f);
     }
   }
 }

@@ -226,11 +226,11 @@ double fused_kernel_us(double planes, int size, double work) {
 }
 }  // namespace
 
-double estimate_fused_us(const ConvDesc& d, int size, Pass pass) {
+double estimate_fused_us(const ConvDesc& d, int size, Pass pass, int tiles) {
   (void)pass;  // forward and backward data run the same kernels
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * esize;
-  const double conv = fused_kernel_us(double(d.n * d.k), size, 1.0);
+  const double conv = fused_kernel_us(double(d.n * d.k) * tiles, size, 1.0);
   const double filter = fused_kernel_us(double(d.k), size, 1.0 / 3.0);
   return std::max(conv, io / kStreamBytesPerUs) + filter + 2 * kLaunchUs;
 }

@@ -19,9 +19,9 @@ namespace fftconv::detail {
 double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass::kForward);
 
 /// Estimated device time, in microseconds, of the fused path (Algo::kFftFused) at FFT size
-/// size x size: its kernel bound by the instructions of its in-register DFTs, and with a
-/// per-call filter the kernel that transforms the filters.
-double estimate_fused_us(const ConvDesc& d, int size, Pass pass = Pass::kForward);
+/// size x size, `tiles` transforms a plane (FusedTiling): its kernel bound by the instructions of
+/// its in-register DFTs, and with a per-call filter the kernel that transforms the filters.
+double estimate_fused_us(const ConvDesc& d, int size, Pass pass = Pass::kForward, int tiles = 1);
 /// The fused path's backward filter: `slots` slots of F threads (a channel and a slice of
 /// `per_chunk` images each: two forward transforms and a product an image, one inverse at the
 /// end), and with chunks > 1 the kernel that sums the slices' windows.

@@ -52,12 +52,23 @@ struct HostColumnCopy {
   }
 };
 
+// The pass at FFT size F, the whole plane or (tiled) in tiles, unit by unit as the kernel's
+// blocks take them.
 template <int F>
 std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector<float>& src,
-                                 const std::vector<float>& w, const std::vector<float>& bias) {
+                                 const std::vector<float>& w, const std::vector<float>& bias,
+                                 bool tiled = false) {
   using L = fused::Layout<F>;
   const FusedFilterArgs fa = detail::fused_filter_args(d, pass, F);
-  const FusedConvArgs ca = detail::fused_conv_args(d, pass, F);
+  detail::FusedTiling t;
+  const FusedConvArgs ca = tiled ? detail::fused_tiled_conv_args(d, pass, F, &t)
+                                 : detail::fused_conv_args(d, pass, F);
+  if (!tiled) {  // one tile: the whole plane
+    t.src_h = ca.geo.src_h;
+    t.src_w = ca.geo.src_w;
+    t.out_h = ca.geo.out_h;
+    t.out_w = ca.geo.out_w;
+  }
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float2> spectra(static_cast<std::size_t>(fa.k) * L::kSpecSize,
                               make_float2(nan, nan));
@@ -70,19 +81,28 @@ std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector
                                    spectra.data() + std::int64_t(f) * L::kSpecSize, true,
                                    fa.conjugate, fa.scale, HostColumnCopy{w.data() + f * taps, fa.s});
   }
-  const fused::PlaneGeometry& g = ca.geo;
-  const std::int64_t src_plane = std::int64_t(g.src_h) * g.src_w;
-  const std::int64_t out_plane = std::int64_t(g.out_h) * g.out_w;
+  const std::int64_t src_plane = std::int64_t(t.src_h) * t.src_w;
+  const std::int64_t out_plane = std::int64_t(t.out_h) * t.out_w;
   std::vector<float> out(static_cast<std::size_t>(ca.planes * out_plane), nan);
-  for (std::int64_t p = 0; p < ca.planes; ++p) {
+  for (std::int64_t unit = 0; unit < ca.planes * t.count(); ++unit) {
+    const std::int64_t p = unit / t.count();
     const int filter = static_cast<int>(p % ca.k);
     const float b = bias.empty() ? 0.0f : bias[filter];
+    const detail::FusedTile tile =
+        t.count() > 1 ? detail::fused_tile(ca.geo, t, static_cast<int>(unit % t.count()))
+                      : detail::FusedTile{ca.geo, 0, 0};
     std::fill(buf.begin(), buf.end(), nan);
     HostExec<F / 2> ex;
+    float* o = out.data() + p * out_plane + tile.out_offset;
     fused::fused_conv_program<F>(
-        ex, buf.data(), g, spectra.data() + std::int64_t(filter) * L::kSpecSize, true,
-        HostColumnCopy{src.data() + p * src_plane, g.src_w},
-        [&](int i, float v) { out[p * out_plane + i] = v + b; }, [] {});
+        ex, buf.data(), tile.geo, spectra.data() + std::int64_t(filter) * L::kSpecSize, true,
+        HostColumnCopy{src.data() + p * src_plane + tile.src_offset, t.src_w},
+        [&](int pr, int qc, float v) {
+          float& e = o[std::int64_t(pr) * t.out_w + qc];
+          if (!std::isnan(e)) ADD_FAILURE() << "output written twice";
+          e = v + b;
+        },
+        [] {});
   }
   return out;
 }
@@ -141,6 +161,17 @@ testing::ErrorStats check(const ConvDesc& d, Pass pass, std::uint64_t seed) {
   return testing::compare(emulate(d, pass, c.src, c.w, c.bias), c.ref);
 }
 
+// The pass in tiles of size x size (fused_tiles true) against the fp64 oracle.
+testing::ErrorStats check_tiled(const ConvDesc& d, Pass pass, int size, std::uint64_t seed) {
+  const testing::OracleCase c = testing::host_oracle_case(d, pass, seed);
+  return testing::compare(with_size(size, d,
+                                    [&](auto f) {
+                                      return emulate_sized<decltype(f)::value>(
+                                          d, pass, c.src, c.w, c.bias, true);
+                                    }),
+                          c.ref);
+}
+
 // A random descriptor with one channel per group (depthwise, grouped or single) whose fused FFT
 // fits, small enough for the host oracle.
 ConvDesc random_desc(std::mt19937_64& gen) {
@@ -183,6 +214,70 @@ void sweep(Pass pass, int cases, std::uint64_t seed) {
 
 TEST(FusedProgram, ForwardSweep) { sweep(Pass::kForward, 200, 81); }
 TEST(FusedProgram, BackwardDataSweep) { sweep(Pass::kBackwardData, 200, 82); }
+
+// Tiles: random descriptors of both passes (backward data at unit stride) in tiles of a random
+// size below the plane's own (every tile its window, edge tiles cut by the plane, windows
+// reaching into the padding), against the oracle; each output written once.
+void tiled_sweep(Pass pass, int cases, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  double worst = 0.0;
+  int failures = 0, tiles = 0;
+  std::map<int, int> per_size;
+  for (int i = 0; i < cases;) {
+    const ConvDesc d = random_desc(gen);
+    std::vector<int> sizes;
+    for (const int f : detail::kFusedSizes) {
+      int th = 0, tw = 0;
+      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw) && th * tw > 1) {
+        sizes.push_back(f);
+      }
+    }
+    if (sizes.empty()) continue;
+    const int f = sizes[gen() % sizes.size()];
+    int th = 0, tw = 0;
+    detail::fused_tiles(d, pass, f, &th, &tw);
+    tiles += th * tw;
+    ++per_size[f];
+    const testing::ErrorStats e = check_tiled(d, pass, f, seed * 1000 + i);
+    worst = std::max(worst, e.rel_l2);
+    if (!e.pass(1e-5)) {
+      ++failures;
+      ADD_FAILURE() << pass_name(pass) << " " << d.to_string() << " (tiles of " << f << ", " << th
+                    << "x" << tw << "): " << e.to_string();
+    }
+    ++i;
+  }
+  std::printf("[ emulated ] tiled %s: %d cases, %d tiles (per size F: %s), %d failures, worst "
+              "rel_l2 %.3e\n",
+              pass_name(pass), cases, tiles, per_size_text(per_size).c_str(), failures, worst);
+}
+
+TEST(FusedProgram, TiledForwardSweep) { tiled_sweep(Pass::kForward, 120, 91); }
+TEST(FusedProgram, TiledBackwardDataSweep) { tiled_sweep(Pass::kBackwardData, 120, 92); }
+
+// The landmark rows' tiles: 96x96 heatmaps with 45x45, same padding, in four 96x96 transforms
+// (tiles of 52x52 outputs), both passes.
+TEST(FusedProgram, LandmarkTiles) {
+  const ConvDesc d = ConvDesc::parse("n2c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  for (Pass p : {Pass::kForward, Pass::kBackwardData}) {
+    int th = 0, tw = 0;
+    ASSERT_TRUE(detail::fused_tiles(d, p, 96, &th, &tw));
+    EXPECT_EQ(th, 2);
+    EXPECT_EQ(tw, 2);
+    detail::FusedTiling t;
+    detail::fused_tiled_conv_args(d, p, 96, &t);
+    EXPECT_EQ(t.tile_h, 52);
+    EXPECT_EQ(t.window_h, 96);
+    const testing::ErrorStats e = check_tiled(d, p, 96, 93);
+    EXPECT_TRUE(e.pass(1e-5)) << pass_name(p) << ": " << e.to_string();
+  }
+  int th = 0, tw = 0;
+  EXPECT_FALSE(detail::fused_tiles(d, Pass::kBackwardFilter, 96, &th, &tw));
+  EXPECT_FALSE(detail::fused_tiles(d, Pass::kForward, 40, &th, &tw));  // under the 45 taps
+  const ConvDesc strided = ConvDesc::parse("n1c1h40w40k1r5s5p2x2u2x2d1x1g1f32");
+  EXPECT_TRUE(detail::fused_tiles(strided, Pass::kForward, 16, &th, &tw));
+  EXPECT_FALSE(detail::fused_tiles(strided, Pass::kBackwardData, 16, &th, &tw));
+}
 
 // Every FFT size, with a plane of exactly that period, both passes.
 TEST(FusedProgram, EverySize) {
@@ -252,7 +347,9 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
           return HostColumnCopy{dy.data() + ((first + i) * c + channel) * dy_plane,
                                 static_cast<int>(d.out_w())};
         },
-        [&](int i, float v) { partial[(chunk * c + channel) * window + i] = v; });
+        [&](int p, int q, float v) {
+          partial[(chunk * c + channel) * window + p * d.s + q] = v;
+        });
   }
   std::vector<float> dw(static_cast<std::size_t>(c * window));
   for (std::size_t e = 0; e < dw.size(); ++e) {

@@ -136,8 +136,9 @@ TEST(FusedSweep, BackwardFilterBf16) {
 }
 
 // Every FFT size the fused path covers (kFusedSizes): an unpadded input of a x b of those sizes
-// with a small kernel has exactly that minimum period on each axis, and the plan takes the
-// larger for both. Each size once against each of a few others.
+// with a small kernel has exactly that minimum period on each axis, and the plan, forced to the
+// larger (rather than tiles, which its estimate may prefer for so few planes), takes it for both.
+// Each size once against each of a few others.
 TEST(Fused, EveryCoveredSize) {
   FFTCONV_REQUIRE_GPU();
   const std::vector<std::int64_t> sizes(std::begin(detail::kFusedSizes),
@@ -153,6 +154,7 @@ TEST(Fused, EveryCoveredSize) {
       d.s = 3;
       Options o;
       o.algo = Algo::kFftFused;
+      o.fft_h = o.fft_w = std::max(d.h, d.w);
       const Problem p(d, 500 + 10 * i + j, true);
       const RunResult r = run_forward(p, o);
       // One size for both axes: the larger one.
@@ -163,7 +165,58 @@ TEST(Fused, EveryCoveredSize) {
   }
 }
 
-// The landmark shapes: a 45x45 kernel, same padding, on 96x96 planes (128x128 FFT).
+// Tiles (forced by the FFT size, below the plane's period): random descriptors of forward and
+// backward data (unit stride), fp32, against the oracle; the landmark rows' 2 x 2 tiles of 96x96.
+TEST(Fused, TilesMatchOracle) {
+  FFTCONV_REQUIRE_GPU();
+  std::mt19937_64 gen(97);
+  int checked = 0;
+  double worst = 0.0;
+  for (int i = 0; checked < 40 && i < 4000; ++i) {
+    const bool fwd = i % 2 == 0;
+    const ConvDesc d = random_fused_desc(gen, DType::kF32, false);
+    std::vector<int> sizes;
+    for (const int f : detail::kFusedSizes) {
+      int th = 0, tw = 0;
+      const Pass pass = fwd ? Pass::kForward : Pass::kBackwardData;
+      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw) && th * tw > 1) {
+        sizes.push_back(f);
+      }
+    }
+    if (sizes.empty()) continue;
+    Options o;
+    o.algo = Algo::kFftFused;
+    o.fft_h = o.fft_w = sizes[gen() % sizes.size()];
+    testing::ErrorStats err;
+    std::string describe;
+    if (fwd) {
+      const RunResult r = run_forward(Problem(d, 700 + i, i % 3 == 0), o);
+      err = r.err;
+      describe = r.describe;
+      EXPECT_GT(r.info.tiles_h * r.info.tiles_w, 1) << r.describe;
+    } else {
+      const BwdResult r = run_dgrad(BwdProblem(d, 700 + i), with_pass(o, Pass::kBackwardData));
+      err = r.err;
+      describe = r.describe;
+    }
+    worst = std::max(worst, err.rel_l2);
+    EXPECT_TRUE(err.pass(1e-5)) << describe << ": " << err.to_string();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 40);
+  std::printf("[ sweep    ] fused tiles: %d cases, worst rel_l2 %.3e\n", checked, worst);
+  const ConvDesc landmark = ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  Options o;
+  o.algo = Algo::kFftFused;
+  const RunResult r = run_forward(Problem(landmark, 98, true), o);
+  EXPECT_EQ(r.info.fft_h, 96) << r.describe;  // Auto's tiles, by estimate
+  EXPECT_EQ(r.info.tiles_h * r.info.tiles_w, 4) << r.describe;
+  EXPECT_TRUE(r.err.pass(1e-5)) << r.err.to_string();
+}
+
+// The landmark shapes: a 45x45 kernel, same padding, on 96x96 planes: forward and backward data
+// in 2 x 2 tiles of 96x96 (Auto's choice for one or 64 planes), the backward filter whole
+// (128x128).
 TEST(Fused, LandmarkShapes) {
   FFTCONV_REQUIRE_GPU();
   for (std::int64_t planes : {1, 64}) {
@@ -176,10 +229,12 @@ TEST(Fused, LandmarkShapes) {
     o.algo = Algo::kFftFused;
     const Problem p(d, 900 + planes, true);
     const RunResult r = run_forward(p, o);
-    EXPECT_EQ(r.info.fft_h, 128) << r.describe;
+    EXPECT_EQ(r.info.fft_h, 96) << r.describe;
+    EXPECT_EQ(r.info.tiles_h * r.info.tiles_w, 4) << r.describe;
     EXPECT_TRUE(r.err.pass(1e-5)) << d.to_string() << ": " << r.err.to_string();
     const BwdProblem q(d, 950 + planes);
     const BwdResult b = run_dgrad(q, o);
+    EXPECT_EQ(b.info.tiles_h * b.info.tiles_w, 4) << b.describe;
     EXPECT_TRUE(b.err.pass(1e-5)) << d.to_string() << " dgrad: " << b.err.to_string();
     const BwdResult w = run_wgrad(q, o);
     EXPECT_EQ(w.info.fft_h, 128) << w.describe;
