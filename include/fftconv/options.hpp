@@ -129,8 +129,9 @@ struct Options {
   /// FFT paths only: force the FFT size (both > 0): for kFft at least the exact circular period
   /// of the problem, for kFftTiled the tile's FFT size (at least the dilated kernel), for
   /// kFftFused (named by `algo`, as kFftTiled) one size for both axes, one of its sizes (8, 16,
-  /// 24, 32, 40, 48, 56, 64, 72, 80, 96, 128) at or above the plane's period; 0 x 0: chosen by
-  /// the cost model (and the tuning mode).
+  /// 24, 32, 40, 48, 56, 64, 72, 80, 96, 128): at or above the plane's period the whole plane,
+  /// below it overlap-save tiles (forward, backward data at unit stride); 0 x 0: chosen by the
+  /// cost model (and the tuning mode).
   std::int64_t fft_h = 0, fft_w = 0;
   /// GPU plans: check at every call that each pointer is device (or managed) memory of the
   /// plan's device (cudaPointerGetAttributes), so a host buffer is rejected with

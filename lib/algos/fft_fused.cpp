@@ -53,6 +53,16 @@ FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
   return c;
 }
 
+// Auto takes tiles only where each yields at least half its transform's extent in outputs along
+// both axes (the landmark rows' 52 of 96): the estimate costs a tile as a plane and its window's
+// reads as the source's, which holds where windows overlap little; smaller tiles (4x4 outputs
+// of a 48x48 transform) redo their windows many times over and are not measured.
+bool worth_tiling(const ConvDesc& d, Pass pass, int size) {
+  FusedTiling t;
+  fused_tiled_conv_args(d, pass, size, &t);
+  return 2 * t.tile_h >= size && 2 * t.tile_w >= size;
+}
+
 double choice_us(const ConvDesc& d, Pass pass, const FusedChoice& c) {
   return estimate_fused_us(d, c.size, pass, c.tiles_h * c.tiles_w);
 }
@@ -82,7 +92,7 @@ FusedChoice pass_choice(const ConvDesc& d, const Options& o, std::string* why = 
     for (const int f : kFusedSizes) {
       if (f >= least) break;
       const FusedChoice c = tiled_choice(d, o.pass, f);
-      if (c.size < 0) continue;
+      if (c.size < 0 || !worth_tiling(d, o.pass, f)) continue;
       const double us = choice_us(d, o.pass, c);
       if (us < best_us) best = c, best_us = us;
     }

@@ -293,7 +293,7 @@ void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t strea
 
 template <int F>
 void launch_conv(const FusedConvArgs& a, const FusedTiling* tiling, cudaStream_t stream) {
-  if (tiling && tiling->count() > 1) {
+  if (tiling) {  // even one tile: its window and read offset are not the whole plane's
     launch_units<F>(a, a.planes * tiling->count(), stream, fused_tiled_conv_kernel<F>, a, *tiling);
   } else {
     launch_units<F>(a, a.planes, stream, fused_conv_kernel<F>, a);

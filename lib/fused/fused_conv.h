@@ -67,16 +67,17 @@ FFTCONV_FUSED_HD inline FusedTile fused_tile(const FusedGeometry& whole, const F
   r.geo.wrap = false;
   const int p0 = (tile / t.tiles_w) * t.tile_h, q0 = (tile % t.tiles_w) * t.tile_w;
   const int r0 = p0 * t.step_h + t.off_h, c0 = q0 * t.step_w + t.off_w;  // window origin
-  const int ra = r0 > 0 ? r0 : 0, ca = c0 > 0 ? c0 : 0;                   // first source row, col
+  const int ra = r0 > 0 ? r0 : 0, ca = c0 > 0 ? c0 : 0;  // first source row and column
   const int rb = r0 + t.window_h < t.src_h ? r0 + t.window_h : t.src_h;
   const int cb = c0 + t.window_w < t.src_w ? c0 + t.window_w : t.src_w;
-  r.geo.src_h = rb > ra ? rb - ra : 0;
-  r.geo.src_w = cb > ca ? cb - ca : 0;
-  r.geo.off_h = ra - r0;
-  r.geo.off_w = ca - c0;
+  const bool empty = rb <= ra || cb <= ca;  // a window wholly outside the source: zeros
+  r.geo.src_h = empty ? 0 : rb - ra;
+  r.geo.src_w = empty ? 0 : cb - ca;
+  r.geo.off_h = empty ? 0 : ra - r0;
+  r.geo.off_w = empty ? 0 : ca - c0;
   r.geo.out_h = t.out_h - p0 < t.tile_h ? t.out_h - p0 : t.tile_h;
   r.geo.out_w = t.out_w - q0 < t.tile_w ? t.out_w - q0 : t.tile_w;
-  r.src_offset = std::int64_t(ra) * t.src_w + ca;
+  r.src_offset = empty ? 0 : std::int64_t(ra) * t.src_w + ca;  // inside the plane either way
   r.out_offset = std::int64_t(p0) * t.out_w + q0;
   return r;
 }
@@ -243,7 +244,8 @@ void prepare_fused_kernels();
 bool fused_conv_can_overlap_filter(int size);
 
 void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream);
-/// The convolution kernel over whole planes, or over the tiles of `tiling` where it is not null.
+/// The convolution kernel over whole planes, or over the tiles of `tiling` where it is not null
+/// (one tile too: backward data's tiles are windows of their own even when one covers the plane).
 void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream,
                        const FusedTiling* tiling = nullptr);
 /// The backward-filter pass: the slots' kernel, and with chunks > 1 the sum of the partials.

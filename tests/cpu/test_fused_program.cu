@@ -89,8 +89,8 @@ std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector
     const int filter = static_cast<int>(p % ca.k);
     const float b = bias.empty() ? 0.0f : bias[filter];
     const detail::FusedTile tile =
-        t.count() > 1 ? detail::fused_tile(ca.geo, t, static_cast<int>(unit % t.count()))
-                      : detail::FusedTile{ca.geo, 0, 0};
+        tiled ? detail::fused_tile(ca.geo, t, static_cast<int>(unit % t.count()))
+              : detail::FusedTile{ca.geo, 0, 0};
     std::fill(buf.begin(), buf.end(), nan);
     HostExec<F / 2> ex;
     float* o = out.data() + p * out_plane + tile.out_offset;
@@ -217,7 +217,8 @@ TEST(FusedProgram, BackwardDataSweep) { sweep(Pass::kBackwardData, 200, 82); }
 
 // Tiles: random descriptors of both passes (backward data at unit stride) in tiles of a random
 // size below the plane's own (every tile its window, edge tiles cut by the plane, windows
-// reaching into the padding), against the oracle; each output written once.
+// reaching into the padding or wholly outside the source, one tile where it covers the plane),
+// against the oracle; each output written once.
 void tiled_sweep(Pass pass, int cases, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   double worst = 0.0;
@@ -228,8 +229,8 @@ void tiled_sweep(Pass pass, int cases, std::uint64_t seed) {
     std::vector<int> sizes;
     for (const int f : detail::kFusedSizes) {
       int th = 0, tw = 0;
-      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw) && th * tw > 1) {
-        sizes.push_back(f);
+      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw)) {
+        sizes.push_back(f);  // one tile too (backward data with padding beyond the kernel)
       }
     }
     if (sizes.empty()) continue;
@@ -274,6 +275,17 @@ TEST(FusedProgram, LandmarkTiles) {
   int th = 0, tw = 0;
   EXPECT_FALSE(detail::fused_tiles(d, Pass::kBackwardFilter, 96, &th, &tw));
   EXPECT_FALSE(detail::fused_tiles(d, Pass::kForward, 40, &th, &tw));  // under the 45 taps
+  // Backward data with padding beyond the kernel: one tile (its window shifted by
+  // pad - (eff - 1)) at a size below the whole plane's.
+  for (const char* s : {"n1c1h32w32k1r1s1p1x1u1x1d1x1g1f32", "n2c1h60w60k1r5s5p6x6u1x1d1x1g1f32"}) {
+    const ConvDesc one = ConvDesc::parse(s);
+    const int f = one.h == 32 ? 32 : 64;
+    ASSERT_LT(f, detail::fused_size(one)) << s;
+    ASSERT_TRUE(detail::fused_tiles(one, Pass::kBackwardData, f, &th, &tw)) << s;
+    EXPECT_EQ(th * tw, 1) << s;
+    const testing::ErrorStats e = check_tiled(one, Pass::kBackwardData, f, 94);
+    EXPECT_TRUE(e.pass(1e-5)) << s << ": " << e.to_string();
+  }
   const ConvDesc strided = ConvDesc::parse("n1c1h40w40k1r5s5p2x2u2x2d1x1g1f32");
   EXPECT_TRUE(detail::fused_tiles(strided, Pass::kForward, 16, &th, &tw));
   EXPECT_FALSE(detail::fused_tiles(strided, Pass::kBackwardData, 16, &th, &tw));

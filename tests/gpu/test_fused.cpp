@@ -179,8 +179,8 @@ TEST(Fused, TilesMatchOracle) {
     for (const int f : detail::kFusedSizes) {
       int th = 0, tw = 0;
       const Pass pass = fwd ? Pass::kForward : Pass::kBackwardData;
-      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw) && th * tw > 1) {
-        sizes.push_back(f);
+      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw)) {
+        sizes.push_back(f);  // one tile too
       }
     }
     if (sizes.empty()) continue;
@@ -193,7 +193,6 @@ TEST(Fused, TilesMatchOracle) {
       const RunResult r = run_forward(Problem(d, 700 + i, i % 3 == 0), o);
       err = r.err;
       describe = r.describe;
-      EXPECT_GT(r.info.tiles_h * r.info.tiles_w, 1) << r.describe;
     } else {
       const BwdResult r = run_dgrad(BwdProblem(d, 700 + i), with_pass(o, Pass::kBackwardData));
       err = r.err;
