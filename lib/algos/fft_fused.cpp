@@ -53,14 +53,16 @@ FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
   return c;
 }
 
-// Auto takes tiles only where each yields at least half its transform's extent in outputs along
-// both axes (the landmark rows' 52 of 96): the estimate costs a tile as a plane and its window's
-// reads as the source's, which holds where windows overlap little; smaller tiles (4x4 outputs
-// of a 48x48 transform) redo their windows many times over and are not measured.
+// Auto takes tiles only where consecutive windows move on by at least half the transform's
+// extent along both axes (the landmark rows' 52 of 96; outputs times the stride), or an axis
+// has one tile: the estimate costs a tile as a plane and its window's reads as the source's,
+// which holds where windows overlap little; smaller steps (4x4 outputs of a 48x48 transform)
+// redo their windows many times over and are not measured.
 bool worth_tiling(const ConvDesc& d, Pass pass, int size) {
   FusedTiling t;
   fused_tiled_conv_args(d, pass, size, &t);
-  return 2 * t.tile_h >= size && 2 * t.tile_w >= size;
+  return (t.tiles_h == 1 || 2 * t.tile_h * t.step_h >= size) &&
+         (t.tiles_w == 1 || 2 * t.tile_w * t.step_w >= size);
 }
 
 double choice_us(const ConvDesc& d, Pass pass, const FusedChoice& c) {

@@ -41,7 +41,8 @@ struct FusedGeometry {
 /// F than their count of blocks can use (a few 96x96 heatmaps: four 96x96 transforms each rather
 /// than one of 128x128, four times the blocks). The window of the tile whose first output is
 /// (p0, q0) starts at source (p0 step_h + off_h, q0 step_w + off_w) and spans window_h x
-/// window_w (at most F: no read wraps). One tile (1 x 1) is the whole plane, as geo has it.
+/// window_w (at most F: no read wraps). Even one tile (1 x 1) is such a window, not the whole
+/// plane's placement (backward data with padding beyond the kernel takes one at a smaller F).
 struct FusedTiling {
   int tiles_h = 1, tiles_w = 1;    ///< tiles a plane
   int tile_h = 0, tile_w = 0;      ///< output rows and columns of a tile
