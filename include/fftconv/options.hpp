@@ -129,7 +129,7 @@ struct Options {
   /// FFT paths only: force the FFT size (both > 0): for kFft at least the exact circular period
   /// of the problem, for kFftTiled the tile's FFT size (at least the dilated kernel), for
   /// kFftFused (named by `algo`, as kFftTiled) one size for both axes, one of its sizes (8, 16,
-  /// 24, 32, 40, 48, 56, 64, 72, 80, 96, 128): at or above the plane's period the whole plane,
+  /// 24, 32, 40, 48, 64, 72, 80, 96, 128): at or above the plane's period the whole plane,
   /// below it overlap-save tiles (forward, backward data at unit stride); 0 x 0: chosen by the
   /// cost model (and the tuning mode).
   std::int64_t fft_h = 0, fft_w = 0;

@@ -314,7 +314,7 @@ void launch_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
 // list as a parameter pack, checked against it).
 template <int... F>
 struct SizeList {};
-using FusedSizeList = SizeList<8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128>;
+using FusedSizeList = SizeList<8, 16, 24, 32, 40, 48, 64, 72, 80, 96, 128>;
 
 template <int... F>
 constexpr bool same_as_fused_sizes(SizeList<F...>) {

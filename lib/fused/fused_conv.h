@@ -206,18 +206,16 @@ constexpr int fused_block_threads(int size) { return fused_planes_per_block(size
 
 /// Blocks an SM holds at FFT size F, which the kernels' launch bounds ask for (so capping a
 /// thread's registers near 65536 / (blocks x whole warps)): three of 128 threads and 66.5 KB at
-/// 128, two of 288 threads and 85 KB at 72, three at 56 and 80 (four spilled the convolution
-/// kernel's line), four otherwise (128 registers at 128 threads). ptxas (sm_90): the
-/// convolution kernels take 56 to 168 registers, without spills but 4 bytes at 56; the filter and
-/// backward-filter kernels of 56, 72 and 80 spill up to 150 bytes (fewer blocks would avoid that
-/// at the convolution kernel's expense).
+/// 128, two of 288 threads and 85 KB at 72, three at 80 (four spilled the convolution kernel's
+/// line), four otherwise (128 registers at 128 threads). ptxas (sm_90): the convolution kernels
+/// take 56 to 168 registers without spills; the filter and backward-filter kernels of 72 and 80
+/// spill up to 150 bytes (fewer blocks would avoid that at the convolution kernel's expense).
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
 constexpr int fused_min_blocks(int size) {
   switch (size) {
     case 72: return 2;
-    case 56:
     case 80:
     case 128: return 3;
     default: return 4;

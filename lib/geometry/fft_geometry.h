@@ -64,9 +64,9 @@ std::int64_t min_fft_w(const ConvDesc& d);
 /// multiples of 8 up to 96 (the programs need F a multiple of 4: lib/fused/fused_program.cuh),
 /// so that a plane costs about what its exact period needs rather than up to four times that
 /// (72x72 for a period of 71, not 128x128). Each size is a kernel of its own; the list stays
-/// short for the build's sake (docs/design.md, "The fused path", says why 112 and 120 are not
-/// in it).
-inline constexpr int kFusedSizes[] = {8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128};
+/// short for the build's sake (docs/design.md, "The fused path", says why 56, 112 and 120 are
+/// not in it).
+inline constexpr int kFusedSizes[] = {8, 16, 24, 32, 40, 48, 64, 72, 80, 96, 128};
 constexpr std::int64_t kMinFusedExtent = 8;
 constexpr std::int64_t kMaxFusedExtent = 128;
 /// The fused FFT size along an axis whose exact minimum is `min_extent`: the smallest of

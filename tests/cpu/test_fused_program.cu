@@ -108,7 +108,7 @@ std::vector<float> emulate_sized(const ConvDesc& d, Pass pass, const std::vector
 }
 
 // The sizes the fused path covers (kFusedSizes, checked by FusedProgram.SizesAreTheKernels').
-using Sizes = std::integer_sequence<int, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128>;
+using Sizes = std::integer_sequence<int, 8, 16, 24, 32, 40, 48, 64, 72, 80, 96, 128>;
 
 template <int... F>
 std::vector<int> size_list(std::integer_sequence<int, F...>) {

@@ -98,7 +98,7 @@ TEST(Fused, SizeRule) {
   EXPECT_EQ(detail::fused_extent(8), 8);
   EXPECT_EQ(detail::fused_extent(9), 16);
   EXPECT_EQ(detail::fused_extent(17), 24);
-  EXPECT_EQ(detail::fused_extent(53), 56);  // 28 + 51 - 1 - 25: slak_dw51_28
+  EXPECT_EQ(detail::fused_extent(53), 64);  // 28 + 51 - 1 - 25: slak_dw51_28 (56 measured slower)
   EXPECT_EQ(detail::fused_extent(71), 72);  // 56 + 31 - 1 - 15: replknet_dw31_56
   EXPECT_EQ(detail::fused_extent(81), 96);
   EXPECT_EQ(detail::fused_extent(97), 128);

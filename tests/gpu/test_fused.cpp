@@ -276,7 +276,7 @@ TEST(Fused, BackwardFilterSlicesSumInOrder) {
 }
 
 // The depthwise rows of the suite, backward filter, as a network's training step runs them
-// (the batch sliced across the SMs, the slices' windows summed): FFT sizes 128, 32, 56 and 72.
+// (the batch sliced across the SMs, the slices' windows summed): FFT sizes 128, 32, 64 and 72.
 TEST(Fused, BackwardFilterDepthwiseRows) {
   FFTCONV_REQUIRE_GPU();
   for (const char* s : {"n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32",
