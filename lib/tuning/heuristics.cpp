@@ -218,11 +218,15 @@ double fused_plane_sm_us(int size) {
   return 8.6e-5 * radix * f * f * std::log2(f / 2.0) + 0.1;
 }
 
-// A kernel over `planes` planes, each `work` times a convolution plane's work.
-double fused_kernel_us(double planes, int size, double work) {
+// A lone block's time over its share of an SM: the convolution kernel's.
+constexpr double kLoneBlockFactor = 2.0;
+
+// A kernel over `planes` planes, each `work` times a convolution plane's work; a grid no larger
+// than the SMs takes `lone` times its share.
+double fused_kernel_us(double planes, int size, double work, double lone = kLoneBlockFactor) {
   const double per_plane = work * fused_plane_sm_us(size);
-  const double lone = 2.0 * per_plane * std::min(planes, double(fused_planes_per_block(size)));
-  return std::max(lone, planes * per_plane / kSmCount);
+  const double alone = lone * per_plane * std::min(planes, double(fused_planes_per_block(size)));
+  return std::max(alone, planes * per_plane / kSmCount);
 }
 }  // namespace
 
@@ -242,13 +246,18 @@ double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t slots, 
   // 1.75 planes as measured on the H200 (data/results/h200/2026-12-04-wgrad/RUNS.md, run 2:
   // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179); with the
   // spectra in shared memory (sizes up to 32) 1.3 (run 5: replknet_dw31_14 0.087 ms); the
-  // inverse at the end half a plane.
+  // inverse at the end half a plane. Slots too few to fill the SMs take 1.7 times their share
+  // (the H200, 128x128: seed3_landmark_same's one slot 0.033 ms, landmark_batch64's 64 slots of
+  // one image each 0.038-0.039, 2026-12-04-wgrad runs 2-5; the H100 0.033 and 0.039): costed as
+  // the convolution kernel's lone block (2x), their estimate exceeded the staged FFT's on
+  // landmark_batch64, which took 0.050 ms.
   const double kImageWork = fused_wgrad_scratch_in_smem(size) ? 1.3 : 1.6;
   constexpr double kInverseWork = 0.5;
+  constexpr double kLoneSlotFactor = 1.7;
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems()) * esize;
   const double work = double(per_chunk) * kImageWork + kInverseWork;
-  const double slots_us = fused_kernel_us(double(slots), size, work);
+  const double slots_us = fused_kernel_us(double(slots), size, work, kLoneSlotFactor);
   double sum_us = 0.0;
   if (chunks > 1) {
     sum_us = double(chunks + 1) * double(d.w_elems()) * 4.0 / kStreamBytesPerUs + kLaunchUs;
