@@ -61,7 +61,9 @@
 # FFTCONV_DIRECT_ARGS appended; not by default), ownfft (the FFT path's own plane kernels,
 # Options::own_fft: their GPU tests and racecheck, then the suite rows they cover with --algo
 # fft, every pass, with and without --own-fft, and --stages: ownfft-*.txt, ownfft-*.json;
-# FFTCONV_OWNFFT_ARGS appended; not by default).
+# FFTCONV_OWNFFT_ARGS appended; not by default), ab (a second build with FFTCONV_AB_DEFINES added
+# to the compiler flags, its bench driver timed against this build's in turns on the small-plane
+# rows: ab-*.txt, ab-*.json; FFTCONV_AB_ROWS, FFTCONV_AB_ARGS; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_BUILD_TARGETS (what the build step builds, e.g. "fftconv_gpu_tests
@@ -542,6 +544,40 @@ if step ownfft; then
       --no-cudnn $flag >"$OUT/ownfft-$mode-stages.txt" 2>&1 || status=1
     echo "== own_fft $mode"; cat "$OUT/ownfft-$mode.txt"
   done
+fi
+if step ab; then
+  # Two builds of the bench driver timed against each other: this build ($BUILD, step build)
+  # and $BUILD-ab configured with FFTCONV_AB_DEFINES added to the C++ and CUDA flags (e.g.
+  # "-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=64"), on FFTCONV_AB_ROWS (a regex of suite.csv's row names;
+  # default the small-plane rows) with FFTCONV_AB_ARGS (default "--pass wgrad --algo fft_fused"),
+  # in turns A B A B (two processes a side: the spread between turns of one side is the noise):
+  # ab-<turn>-<side>.txt and .json.
+  if [ -z "${FFTCONV_AB_DEFINES:-}" ]; then
+    echo "step ab: FFTCONV_AB_DEFINES is empty"; status=1
+  elif ! { cmake -B "$BUILD-ab" -DCMAKE_BUILD_TYPE=Release \
+             -DCMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}" \
+             -DCMAKE_CXX_FLAGS="$FFTCONV_AB_DEFINES" -DCMAKE_CUDA_FLAGS="$FFTCONV_AB_DEFINES" \
+             -DPython_EXECUTABLE="$(command -v python3)" -DPython3_EXECUTABLE="$(command -v python3)" &&
+           cmake --build "$BUILD-ab" -j "$JOBS" --target fftconv-bench; } >"$OUT/ab-build.log" 2>&1; then
+    echo "AB BUILD FAILED"; grep -E "error|Error" "$OUT/ab-build.log" | head -20; status=1
+  else
+    ab_rows="$OUT/ab-rows.csv"
+    { head -1 data/shapes/suite.csv
+      grep -E "^(${FFTCONV_AB_ROWS:-seed3_landmark_same|landmark_batch64|landmark_heatmaps_dw68|replknet_dw31_14|replknet_dw31_56|slak_dw51_28}),"
+        data/shapes/suite.csv; } >"$ab_rows"
+    for turn in 1 2; do
+      for side in A B; do
+        bin="$BUILD/apps/fftconv-bench"
+        [ "$side" = B ] && bin="$BUILD-ab/apps/fftconv-bench"
+        # shellcheck disable=SC2086
+        limited ab "$bin" --shapes "$ab_rows" ${FFTCONV_AB_ARGS:---pass wgrad --algo fft_fused} \
+          --verify --no-cudnn --json "$OUT/ab-$turn-$side.json" >"$OUT/ab-$turn-$side.txt" 2>&1 ||
+          status=1
+        echo "== turn $turn, side $side ($side = B: $FFTCONV_AB_DEFINES)"
+        grep -vE "^  kept filter" "$OUT/ab-$turn-$side.txt"
+      done
+    done
+  fi
 fi
 echo "gpu_check status $status"
 exit $status

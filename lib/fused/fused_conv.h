@@ -165,8 +165,15 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, in
 /// Whether the backward filter's slots keep their two scratch spectra in shared memory (FFT
 /// sizes up to 32: three planes' worth a slot still leaves an SM its four blocks) rather than
 /// in the workspace, whose round trips through L2 are most of what a 64x64 or 128x128 image
-/// costs beyond its transforms.
-constexpr int kFusedWgradSmemMaxF = 32;
+/// costs beyond its transforms. A build may move the bound up to 64
+/// (-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=64 in both CMAKE_CXX_FLAGS and CMAKE_CUDA_FLAGS: fewer
+/// blocks an SM, no round trips; scripts/gpu_check.sh's step `ab` times such builds against
+/// the default).
+#ifndef FFTCONV_FUSED_WGRAD_SMEM_MAX_F
+#define FFTCONV_FUSED_WGRAD_SMEM_MAX_F 32
+#endif
+constexpr int kFusedWgradSmemMaxF = FFTCONV_FUSED_WGRAD_SMEM_MAX_F;
+static_assert(kFusedWgradSmemMaxF <= 64, "three spectra a plane of 72 and up exceed an SM");
 constexpr bool fused_wgrad_scratch_in_smem(int size) { return size <= kFusedWgradSmemMaxF; }
 
 /// Workspace bytes of a backward-filter pass (scratch spectra, then the partial windows), each
