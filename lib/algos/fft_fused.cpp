@@ -43,6 +43,9 @@ std::string choice_text(const FusedChoice& c) {
                                       : std::string());
 }
 
+// The forward pass's tiles serve the backward filter too (tiles of dy, each with its x window).
+Pass tiling_pass(Pass pass) { return pass == Pass::kBackwardFilter ? Pass::kForward : pass; }
+
 // Tiles of size x size where the pass takes them, else none (size -1).
 FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
   FusedChoice c;
@@ -60,18 +63,33 @@ FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
 // redo their windows many times over and are not measured.
 bool worth_tiling(const ConvDesc& d, Pass pass, int size) {
   FusedTiling t;
-  fused_tiled_conv_args(d, pass, size, &t);
+  fused_tiled_conv_args(d, tiling_pass(pass), size, &t);
   return (t.tiles_h == 1 || 2 * t.tile_h * t.step_h >= size) &&
          (t.tiles_w == 1 || 2 * t.tile_w * t.step_w >= size);
 }
 
-double choice_us(const ConvDesc& d, Pass pass, const FusedChoice& c) {
-  return estimate_fused_us(d, c.size, pass, c.tiles_h * c.tiles_w);
+// The backward filter's arguments for a choice (whole planes, or tiles into `tiling`).
+FusedWgradArgs wgrad_args(const ConvDesc& d, const Options& o, const FusedChoice& c,
+                          FusedTiling* tiling) {
+  const DType out = wgrad_out_dtype(d, o);
+  const int sms = current_sm_count();
+  return c.tiled ? fused_tiled_wgrad_args(d, c.size, out, sms, tiling)
+                 : fused_wgrad_args(d, c.size, out, sms);
+}
+
+double choice_us(const ConvDesc& d, const Options& o, const FusedChoice& c) {
+  if (o.pass == Pass::kBackwardFilter) {
+    FusedTiling t;
+    const FusedWgradArgs w = wgrad_args(d, o, c, &t);
+    return estimate_fused_wgrad_us(d, c.size, w.slots(), w.per_chunk, w.chunks);
+  }
+  return estimate_fused_us(d, c.size, o.pass, c.tiles_h * c.tiles_w);
 }
 
 // The pass's transform: the whole plane at the smallest of kFusedSizes that holds its period,
-// or (forward, and backward data at unit stride) tiles of a smaller size where the estimate
-// says they pay (planes too few to fill the GPU with one block each); on a plan that asks for
+// or (forward and backward filter, and backward data at unit stride) tiles of a smaller size
+// where the estimate says they pay (planes too few to fill the GPU with one block each); on a
+// plan that asks for
 // the fused path by name, the size Options force (fft_h = fft_w, one of kFusedSizes: the whole
 // plane at or above the period, tiles below it; under Auto a forced size is the full-image
 // FFT's, as for the tiled path). Size -1 with `why` set when there is none.
@@ -90,12 +108,16 @@ FusedChoice pass_choice(const ConvDesc& d, const Options& o, std::string* why = 
   whole.size = least;
   if (o.algo != Algo::kFftFused || (o.fft_h == 0 && o.fft_w == 0)) {
     FusedChoice best = whole;
-    double best_us = choice_us(d, o.pass, whole);
+    double best_us = choice_us(d, o, whole);
+    // The backward filter's tiles are not Auto's to take: measured on an H100, the 64 heatmaps'
+    // 256 pairs of 96x96 took 0.043 ms against 0.038 for their 64 slots of 128x128, where the
+    // estimate ranked them first (data/results/h100/2026-12-05-fused, run 5); forced, they run.
+    if (wgrad) return best;
     for (const int f : kFusedSizes) {
       if (f >= least) break;
       const FusedChoice c = tiled_choice(d, o.pass, f);
       if (c.size < 0 || !worth_tiling(d, o.pass, f)) continue;
-      const double us = choice_us(d, o.pass, c);
+      const double us = choice_us(d, o, c);
       if (us < best_us) best = c, best_us = us;
     }
     return best;
@@ -127,12 +149,6 @@ FusedChoice pass_choice(const ConvDesc& d, const Options& o, std::string* why = 
   return {};
 }
 
-int pass_size(const ConvDesc& d, const Options& o) { return pass_choice(d, o).size; }
-
-FusedWgradArgs wgrad_args(const ConvDesc& d, const Options& o) {
-  return fused_wgrad_args(d, pass_size(d, o), wgrad_out_dtype(d, o), current_sm_count());
-}
-
 std::size_t wgrad_workspace(const ConvDesc& d, const FusedWgradArgs& a) {
   return fused_wgrad_scratch_bytes(a) + fused_wgrad_partial_bytes(d, a);
 }
@@ -150,8 +166,9 @@ Support fused_can_implement(const ConvDesc& d, const Options& o) {
   const FusedChoice choice = pass_choice(d, o, &why);
   const int size = choice.size;
   if (size < 0) return Support::no(Status::kNotSupported, why);
-  const std::size_t bytes =
-      wgrad ? wgrad_workspace(d, wgrad_args(d, o)) : fused_factor_bytes(d.k, size);
+  FusedTiling tiling;
+  const std::size_t bytes = wgrad ? wgrad_workspace(d, wgrad_args(d, o, choice, &tiling))
+                                  : fused_factor_bytes(d.k, size);
   if (bytes > o.workspace_limit) {
     return Support::no(Status::kOutOfMemory,
                        "the fused FFT " + size_text(size) + " needs " + std::to_string(bytes) +
@@ -176,13 +193,14 @@ class FusedFftAlgo final : public ConvAlgo {
         pass_(o.pass),
         choice_(pass_choice(d, o)),
         size_(choice_.size),
-        conv_(choice_.tiled ? fused_tiled_conv_args(d, o.pass, size_, &tiling_)
-                            : fused_conv_args(d, o.pass, size_)),
+        conv_(choice_.tiled && o.pass != Pass::kBackwardFilter
+                  ? fused_tiled_conv_args(d, o.pass, size_, &tiling_)
+                  : fused_conv_args(d, o.pass, size_)),
         filter_(fused_filter_args(d, o.pass, size_)),
         overlap_filter_(fused_conv_can_overlap_filter(size_)) {
     prepare_fused_kernels();
     if (pass_ == Pass::kBackwardFilter) {
-      wgrad_ = wgrad_args(d, o);
+      wgrad_ = wgrad_args(d, o, choice_, &tiling_);
       workspace_ = wgrad_workspace(d, wgrad_);
     } else {
       workspace_ = align_up(fused_factor_bytes(d_.k, size_));
@@ -203,7 +221,7 @@ class FusedFftAlgo final : public ConvAlgo {
                                            fused_wgrad_scratch_bytes(wgrad_));
       w.alpha = a.alpha;
       w.beta = a.beta;
-      launch_fused_wgrad(w, stream);
+      launch_fused_wgrad(w, stream, choice_.tiled ? &tiling_ : nullptr);
       if (marks) marks->mark("fused", stream);
       return;
     }
@@ -259,7 +277,7 @@ class FusedFftAlgo final : public ConvAlgo {
   Pass pass_;
   FusedChoice choice_;
   int size_;
-  FusedTiling tiling_;  ///< choice_.tiled: the tiles (before conv_, which fills it)
+  FusedTiling tiling_;  ///< choice_.tiled: the tiles (before conv_, which fills them)
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
   bool overlap_filter_;  ///< per-call filters: the convolution kernel launched as a dependent
@@ -277,26 +295,24 @@ class FftFusedFactory final : public AlgoFactory {
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
     const FusedChoice c = pass_choice(d, o);
-    const int size = c.size;
     if (detail) *detail = choice_text(c);
-    if (o.pass == Pass::kBackwardFilter) {
-      const FusedWgradArgs w = wgrad_args(d, o);
-      return estimate_fused_wgrad_us(d, size, w.slots(), w.per_chunk, w.chunks);
-    }
-    return choice_us(d, o.pass, c);
+    return choice_us(d, o, c);
   }
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     const Support s = fused_can_implement(d, o);
     if (!s.ok()) throw Error(s.status, s.reason);
     if (reason) {
-      *reason = "fused fft " + choice_text(pass_choice(d, o));
+      const FusedChoice c = pass_choice(d, o);
+      *reason = "fused fft " + choice_text(c);
       if (o.algo == Algo::kFftFused && o.fft_h != 0) *reason += " (forced by options)";
       if (o.pass == Pass::kBackwardFilter) {
-        const FusedWgradArgs w = wgrad_args(d, o);
+        FusedTiling t;
+        const FusedWgradArgs w = wgrad_args(d, o, c, &t);
+        const std::string unit = c.tiled ? " tile" : " image";
         *reason += ", the batch in " + std::to_string(w.chunks) + " slice" +
                    (w.chunks > 1 ? "s" : "") + " of up to " + std::to_string(w.per_chunk) +
-                   " image" + (w.per_chunk > 1 ? "s" : "") + " per channel";
+                   unit + (w.per_chunk > 1 ? "s" : "") + " per channel";
       }
     }
     auto algo = std::make_unique<FusedFftAlgo>(d, o);

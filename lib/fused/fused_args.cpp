@@ -54,6 +54,18 @@ std::int64_t wgrad_min_extent(std::int64_t in, std::int64_t pad, std::int64_t ef
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Slices of a channel's pairs (images, or their tiles): as many as keep every channel's slots
+// within one round of the SMs.
+void slice_pairs(FusedWgradArgs& a, int sms) {
+  const std::int64_t capacity =
+      std::int64_t(std::max(sms, 1)) * fused_min_blocks(a.size) * fused_planes_per_block(a.size);
+  const std::int64_t pairs = std::max<std::int64_t>(a.pairs(), 1);
+  const std::int64_t want =
+      std::clamp<std::int64_t>(capacity / std::max(a.c, 1), 1, pairs);
+  a.per_chunk = i32((pairs + want - 1) / want);
+  a.chunks = i32((pairs + a.per_chunk - 1) / a.per_chunk);
+}
+
 float inverse_square(int size) { return static_cast<float>(1.0 / (double(size) * size)); }
 }  // namespace
 
@@ -85,8 +97,8 @@ int tile_outputs(int f, std::int64_t eff, std::int64_t step) {
 }  // namespace
 
 bool fused_tiles(const ConvDesc& d, Pass pass, int size, int* tiles_h, int* tiles_w) {
-  if (pass == Pass::kBackwardFilter) return false;
-  const bool fwd = pass == Pass::kForward;
+  // The backward filter's tiles are the forward pass's: tiles of dy, each with its x window.
+  const bool fwd = pass != Pass::kBackwardData;
   if (!fwd && (d.stride_h != 1 || d.stride_w != 1)) return false;
   const int th = tile_outputs(size, d.eff_r(), fwd ? d.stride_h : 1);
   const int tw = tile_outputs(size, d.eff_s(), fwd ? d.stride_w : 1);
@@ -140,16 +152,21 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, in
   a.out_dtype = out_dtype;
   a.size = size;
   a.scale = inverse_square(size);
-  // Slices of the batch: as many as keep every channel's slots within one round of the SMs.
-  const std::int64_t capacity =
-      std::int64_t(std::max(sms, 1)) * fused_min_blocks(size) * fused_planes_per_block(size);
-  const std::int64_t want = std::clamp<std::int64_t>(capacity / std::max<std::int64_t>(d.c, 1),
-                                                     1, std::max<std::int64_t>(d.n, 1));
-  a.per_chunk = i32((d.n + want - 1) / want);
-  a.chunks = i32((d.n + a.per_chunk - 1) / a.per_chunk);
   // The correlation of x with dy at the kernel's lags, read at the dilation.
   a.x_geo = with_window(x_at_padding(d), d.r, d.s, 0, 0, d.dil_h, d.dil_w, false);
   a.dy_geo = dy_spread(d);
+  slice_pairs(a, sms);
+  return a;
+}
+
+FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dtype, int sms,
+                                      FusedTiling* tiling) {
+  FusedWgradArgs a = fused_wgrad_args(d, size, out_dtype, sms);
+  // The forward pass's tiles: a tile of the output (dy) reads its window of x, which the
+  // correlation at the lags reads without wrapping ((tile - 1) stride + (R - 1) dil < F).
+  fused_tiled_conv_args(d, Pass::kForward, size, tiling);
+  a.tiles = tiling->count();
+  slice_pairs(a, sms);
   return a;
 }
 

@@ -174,53 +174,118 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_filter_kerne
                                  a.conjugate, a.scale, ColumnCopy{a.w, a.dtype, base, geo.src_w});
 }
 
-// A slot of F threads: one channel, images [first, first + count) of the batch (fused_conv.h,
-// FusedWgradArgs). Its two scratch spectra are its own; the window goes to dw (one slice a
-// channel) or to the slice's partial.
+// A slot of F threads owns one channel and a slice of its `pairs` pairs (images, or their
+// tiles: a.pairs(), which a grid's int holds): pairs [first, first + count) (fused_conv.h,
+// FusedWgradArgs).
+struct SlotPlace {
+  int channel, chunk, first, count;
+  bool active;
+  __device__ SlotPlace(const FusedWgradArgs& a, std::int64_t slot, int pairs) {
+    active = slot < a.slots();
+    channel = active ? static_cast<int>(slot % a.c) : 0;
+    chunk = active ? static_cast<int>(slot / a.c) : 0;
+    first = chunk * a.per_chunk;
+    count = active ? min(a.per_chunk, pairs - first) : 0;
+  }
+};
+
+// The slot's two scratch spectra (g, then acc): its own, in shared memory after the block's
+// planes or in the workspace.
+template <int F>
+__device__ __forceinline__ float2* wgrad_scratch(const FusedWgradArgs& a, float* smem,
+                                                 const BlockPlane<F>& bp, bool active) {
+  constexpr int kSpec = Layout<F>::kSpecSize;
+  return F <= kFusedWgradSmemMaxF
+             ? reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) +
+                   bp.local * 2 * kSpec
+             : static_cast<float2*>(a.scratch) + (active ? bp.plane : 0) * 2 * kSpec;
+}
+
+// Where the slot's window goes: dw (one slice a channel) or the slice's partial.
+struct WgradWindowStore {
+  const FusedWgradArgs& a;
+  std::int64_t out_base, partial_base;
+  __device__ WgradWindowStore(const FusedWgradArgs& args, const SlotPlace& s)
+      : a(args),
+        out_base(std::int64_t(s.channel) * args.x_geo.out_h * args.x_geo.out_w),
+        partial_base((std::int64_t(s.chunk) * args.c + s.channel) * args.x_geo.out_h *
+                     args.x_geo.out_w) {}
+  __device__ void operator()(int p, int q, float v) const {
+    const int i = p * a.x_geo.out_w + q;
+    if (a.chunks > 1) {
+      a.partial[partial_base + i] = v;
+      return;
+    }
+    float r = a.alpha * v;
+    if (a.beta != 0.0f) r += a.beta * load_element(a.dw, a.out_dtype, out_base + i);
+    store_element(a.dw, a.out_dtype, out_base + i, r);
+  }
+};
+
+// Whole planes: pair i of the slot is image first + i.
 template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel(
     const FusedWgradArgs a) {
   extern __shared__ float smem[];
   BlockPlane<F> bp(smem);
-  constexpr int kSpec = Layout<F>::kSpecSize;
-  const std::int64_t slot = bp.plane;
-  const bool active = slot < a.slots();
-  const int channel = active ? static_cast<int>(slot % a.c) : 0;
-  const int chunk = active ? static_cast<int>(slot / a.c) : 0;
-  const int first = chunk * a.per_chunk;
-  const int count = active ? min(a.per_chunk, a.n - first) : 0;
-  float2* g = F <= kFusedWgradSmemMaxF
-                  ? reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) +
-                        bp.local * 2 * kSpec
-                  : static_cast<float2*>(a.scratch) + (active ? slot : 0) * 2 * kSpec;
-  float2* acc = g + kSpec;
+  const SlotPlace s(a, bp.plane, a.n);
+  float2* g = wgrad_scratch<F>(a, smem, bp, s.active);
   const fused::PlaneGeometry& xg = a.x_geo;
   const fused::PlaneGeometry& dyg = a.dy_geo;
   const std::int64_t x_plane = std::int64_t(xg.src_h) * xg.src_w;
   const std::int64_t dy_plane = std::int64_t(dyg.src_h) * dyg.src_w;
-  const std::int64_t window = std::int64_t(xg.out_h) * xg.out_w;
-  const std::int64_t out_base = channel * window;
-  const std::int64_t partial_base = (std::int64_t(chunk) * a.c + channel) * window;
   fused::fused_wgrad_program<F>(
-      bp.ex, bp.buf, xg, dyg, g, acc, a.per_chunk, count, active, a.scale,
+      bp.ex, bp.buf, fused::WholeWgradGeos{xg, dyg}, xg, g, g + Layout<F>::kSpecSize,
+      a.per_chunk, s.count, s.active, a.scale,
       [&](int i) {
-        return ColumnCopy{a.x, a.dtype, (std::int64_t(first + i) * a.c + channel) * x_plane,
+        return ColumnCopy{a.x, a.dtype, (std::int64_t(s.first + i) * a.c + s.channel) * x_plane,
                           xg.src_w};
       },
       [&](int i) {
-        return ColumnCopy{a.dy, a.dtype, (std::int64_t(first + i) * a.c + channel) * dy_plane,
-                          dyg.src_w};
+        return ColumnCopy{a.dy, a.dtype,
+                          (std::int64_t(s.first + i) * a.c + s.channel) * dy_plane, dyg.src_w};
       },
-      [&](int p, int q, float v) {
-        const int i = p * xg.out_w + q;
-        if (a.chunks > 1) {
-          a.partial[partial_base + i] = v;
-          return;
-        }
-        float r = a.alpha * v;
-        if (a.beta != 0.0f) r += a.beta * load_element(a.dw, a.out_dtype, out_base + i);
-        store_element(a.dw, a.out_dtype, out_base + i, r);
-      });
+      WgradWindowStore(a, s));
+}
+
+// The tiled backward filter's pairs (fused_wgrad_pair): pair i of the slot is tile
+// (first + i) % tiles of image (first + i) / tiles.
+struct TiledWgradGeos {
+  const FusedWgradArgs& a;
+  const FusedTiling& t;
+  int first;
+  __device__ FusedWgradPair pair(int i) const {
+    return fused_wgrad_pair(a, t, (first + i) % a.tiles);
+  }
+  __device__ fused::PlaneGeometry x(int i) const { return pair(i).x; }
+  __device__ fused::PlaneGeometry dy(int i) const { return pair(i).dy; }
+};
+
+// Tiles (t: the forward pass's).
+template <int F>
+__global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_kernel(
+    const FusedWgradArgs a, const FusedTiling t) {
+  extern __shared__ float smem[];
+  BlockPlane<F> bp(smem);
+  const SlotPlace s(a, bp.plane, a.n * a.tiles);
+  float2* g = wgrad_scratch<F>(a, smem, bp, s.active);
+  const std::int64_t x_plane = std::int64_t(t.src_h) * t.src_w;
+  const std::int64_t dy_plane = std::int64_t(t.out_h) * t.out_w;
+  const TiledWgradGeos geos{a, t, s.first};
+  // The plane of pair i's image in this slot's channel.
+  const auto plane = [&](int i) {
+    return std::int64_t((s.first + i) / a.tiles) * a.c + s.channel;
+  };
+  fused::fused_wgrad_program<F>(
+      bp.ex, bp.buf, geos, a.x_geo, g, g + Layout<F>::kSpecSize, a.per_chunk, s.count,
+      s.active, a.scale,
+      [&](int i) {
+        return ColumnCopy{a.x, a.dtype, plane(i) * x_plane + geos.pair(i).x_offset, t.src_w};
+      },
+      [&](int i) {
+        return ColumnCopy{a.dy, a.dtype, plane(i) * dy_plane + geos.pair(i).dy_offset, t.out_w};
+      },
+      WgradWindowStore(a, s));
 }
 
 // dw = alpha * (the slices' partial windows summed in slice order) + beta * dw.
@@ -259,6 +324,9 @@ void prepare_size() {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_filter_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_wgrad_kernel<F>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(wgrad_smem_bytes<F>())));
+  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(fused_tiled_wgrad_kernel<F>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(wgrad_smem_bytes<F>())));
 }
@@ -306,8 +374,14 @@ void launch_filter(const FusedFilterArgs& a, cudaStream_t stream) {
 }
 
 template <int F>
-void launch_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
-  fused_wgrad_kernel<F><<<grid_of<F>(a.slots()), kThreads<F>, wgrad_smem_bytes<F>(), stream>>>(a);
+void launch_wgrad(const FusedWgradArgs& a, const FusedTiling* tiling, cudaStream_t stream) {
+  if (tiling) {
+    fused_tiled_wgrad_kernel<F>
+        <<<grid_of<F>(a.slots()), kThreads<F>, wgrad_smem_bytes<F>(), stream>>>(a, *tiling);
+  } else {
+    fused_wgrad_kernel<F>
+        <<<grid_of<F>(a.slots()), kThreads<F>, wgrad_smem_bytes<F>(), stream>>>(a);
+  }
 }
 
 // Calls fn(std::integral_constant<int, F>) for F = size, one of kFusedSizes (kSizes: the same
@@ -381,8 +455,10 @@ void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream, const FusedT
   FFTCONV_CHECK_LAUNCH();
 }
 
-void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream) {
-  with_size(a.size, [&](auto f) { launch_wgrad<decltype(f)::value>(a, stream); });
+void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream, const FusedTiling* tiling) {
+  FFTCONV_ASSERT(tiling ? tiling->count() == a.tiles : a.tiles == 1,
+                 "the backward filter's tiling and its pairs disagree");
+  with_size(a.size, [&](auto f) { launch_wgrad<decltype(f)::value>(a, tiling, stream); });
   FFTCONV_CHECK_LAUNCH();
   if (a.chunks > 1) {
     const std::int64_t elems = std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w;

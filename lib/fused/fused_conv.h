@@ -113,7 +113,10 @@ struct FusedFilterArgs {
 /// filter: spread by the stride at the origin) and x (placed at the padding), sums the products'
 /// spectra, and after its slice transforms the sum back and reads the R x S window at the
 /// dilation. With one slice per channel the slot writes dw; with several, fp32 partial windows
-/// that a second kernel sums in slice order (deterministic) into dw.
+/// that a second kernel sums in slice order (deterministic) into dw. In tiles (`tiles` > 1,
+/// fused_tiled_wgrad_args): the pairs are the tiles of the images, a tile of dy's plane with the
+/// window of x it reads (the forward pass's tiles, fused_wgrad_pair), each correlated without
+/// wrapping at an F below the whole plane's period: more slots where the channels are few.
 struct FusedWgradArgs {
   const void* x = nullptr;   ///< n x c x h x w
   const void* dy = nullptr;  ///< n x c x out_h x out_w
@@ -121,7 +124,8 @@ struct FusedWgradArgs {
   void* scratch = nullptr;   ///< per slot two spectra (g, acc), float2 [F][F/2 + 1] each
   float* partial = nullptr;  ///< chunks x c x r x s (chunks > 1)
   int n = 1, c = 1;
-  int chunks = 1, per_chunk = 1;  ///< slices of the batch per channel and images of a slice
+  int tiles = 1;                  ///< pairs an image makes (tiled: its tiles)
+  int chunks = 1, per_chunk = 1;  ///< slices of a channel's pairs, and pairs of a slice
   FusedGeometry x_geo;   ///< x at the padding; the output window r x s read at the dilation
   FusedGeometry dy_geo;  ///< dy spread by the stride at the origin
   DType dtype = DType::kF32, out_dtype = DType::kF32;
@@ -132,7 +136,33 @@ struct FusedWgradArgs {
   __host__ __device__
 #endif
   std::int64_t slots() const { return std::int64_t(c) * chunks; }
+#if defined(__CUDACC__)
+  __host__ __device__
+#endif
+  std::int64_t pairs() const { return std::int64_t(n) * tiles; }  ///< a channel's pairs
 };
+
+/// Pair `tile` of an image in the tiled backward filter (t: the forward pass's tiles): the x
+/// window it reads, placed in the F x F plane (with the kernel's lags as its output window), the
+/// tile of dy, spread by the stride at the origin, and where both start in their image's planes.
+struct FusedWgradPair {
+  FusedGeometry x, dy;
+  std::int64_t x_offset = 0, dy_offset = 0;
+};
+FFTCONV_FUSED_HD inline FusedWgradPair fused_wgrad_pair(const FusedWgradArgs& a,
+                                                         const FusedTiling& t, int tile) {
+  const FusedTile ft = fused_tile(a.x_geo, t, tile);
+  FusedWgradPair p;
+  p.x = ft.geo;
+  p.x.out_h = a.x_geo.out_h;
+  p.x.out_w = a.x_geo.out_w;
+  p.dy = a.dy_geo;
+  p.dy.src_h = ft.geo.out_h;
+  p.dy.src_w = ft.geo.out_w;
+  p.x_offset = ft.src_offset;
+  p.dy_offset = ft.out_offset;
+  return p;
+}
 
 /// The fused path's FFT size for d: the smallest of kFusedSizes at or above both axes' exact
 /// period (lib/geometry/fft_geometry.h), one size for both axes; -1 when that exceeds 128.
@@ -144,8 +174,9 @@ int fused_size(const ConvDesc& d);
 /// the convolution at the padding.
 FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size);
 
-/// Tiles of size x size for `pass` on d, where they apply (forward, or backward data with unit
-/// stride) and a tile holds at least one output: tiles x tiles (>= 1 each); false otherwise.
+/// Tiles of size x size for `pass` on d, where they apply (forward and backward filter: tiles of
+/// the output, each reading its window of x; backward data with unit stride) and a tile holds at
+/// least one output: tiles x tiles (>= 1 each); false otherwise.
 bool fused_tiles(const ConvDesc& d, Pass pass, int size, int* tiles_h, int* tiles_w);
 /// The arguments of `pass` on d in tiles of size x size (fused_tiles true), and the tiles. (The
 /// tiling is a parameter of its own of the tiled kernel: in FusedConvArgs, the whole-plane
@@ -161,6 +192,10 @@ int fused_wgrad_size(const ConvDesc& d);
 /// The backward-filter arguments of d at FFT size `size`, pointers and alpha, beta left unset:
 /// the batch sliced so that the slots (c x chunks) about fill `sms` SMs once.
 FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, int sms);
+/// The same in tiles of size x size (fused_tiles(d, kBackwardFilter, size) true: the forward
+/// pass's tiles), and the tiles.
+FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dtype, int sms,
+                                      FusedTiling* tiling);
 
 /// Whether the backward filter's slots keep their two scratch spectra in shared memory (FFT
 /// sizes up to 32: three planes' worth a slot still leaves an SM its four blocks) rather than
@@ -254,8 +289,9 @@ void launch_fused_filter_factors(const FusedFilterArgs& a, cudaStream_t stream);
 /// (one tile too: backward data's tiles are windows of their own even when one covers the plane).
 void launch_fused_conv(const FusedConvArgs& a, cudaStream_t stream,
                        const FusedTiling* tiling = nullptr);
-/// The backward-filter pass: the slots' kernel, and with chunks > 1 the sum of the partials.
-/// r x s (the window) comes from a.x_geo.
-void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream);
+/// The backward-filter pass: the slots' kernel (over the tiles of `tiling` where it is not
+/// null), and with chunks > 1 the sum of the partials. r x s (the window) comes from a.x_geo.
+void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream,
+                        const FusedTiling* tiling = nullptr);
 
 }  // namespace fftconv::detail

@@ -531,17 +531,28 @@ FFTCONV_DFT_HD void move_spectrum(int t, const float2* src, float2* dst, bool ad
   }
 }
 
-/// The backward filter of one channel over `count` images (fused_wgrad_kernel's slot): per image
-/// i, dy's spectrum (staged by copy_dy(i), placed as a filter: conjugated, times `scale`) into g,
-/// then x's (copy_x(i)) multiplied by it bin by bin and split for the inverse, in place, and added
-/// to acc (the first image writes it); last, acc transformed back and its window stored (store).
-/// g and acc are the slot's own. Jobs of images at or past `count` (a shorter slice than its
-/// block's others) do no work but keep the block's synchronisations. One loop over the jobs, one
-/// transform step a turn: one copy of the DFT's code.
+/// The geometries of the backward filter's pairs over whole planes: x at the padding with the
+/// kernel's lags as its output window, dy spread by the stride at the origin, the same for every
+/// image (fused_wgrad_program's Geos; a tiled pass has its own, one pair per tile).
+struct WholeWgradGeos {
+  const PlaneGeometry& xg;
+  const PlaneGeometry& dyg;
+  FFTCONV_DFT_HD PlaneGeometry x(int) const { return xg; }
+  FFTCONV_DFT_HD PlaneGeometry dy(int) const { return dyg; }
+};
+
+/// The backward filter of one channel over `count` pairs of an x plane and a dy plane
+/// (fused_wgrad_kernel's slot: images, or tiles of images): per pair i, dy's spectrum (staged by
+/// copy_dy(i) as geos.dy(i) places it, as a filter: conjugated, times `scale`) into g, then x's
+/// (copy_x(i), geos.x(i)) multiplied by it bin by bin and split for the inverse, in place, and
+/// added to acc (the first pair writes it); last, acc transformed back and the window `lags`
+/// stored (store). g and acc are the slot's own. Jobs of pairs at or past `count` (a shorter
+/// slice than its block's others) do no work but keep the block's synchronisations. One loop
+/// over the jobs, one transform step a turn: one copy of the DFT's code.
 #pragma nv_exec_check_disable
-template <int F, class Exec, class CopyX, class CopyDy, class Store>
-FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometry& xg,
-                                        const PlaneGeometry& dyg, float2* g, float2* acc,
+template <int F, class Exec, class Geos, class CopyX, class CopyDy, class Store>
+FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
+                                        const PlaneGeometry& lags, float2* g, float2* acc,
                                         int jobs_images, int count, bool active, float scale,
                                         CopyX&& copy_x, CopyDy&& copy_dy, Store&& store) {
   using L = Line<F / 2>;
@@ -554,14 +565,15 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
     const bool dy_job = !inverse && job % 2 == 0;
     const int image = job / 2;
     const bool on = active && (inverse ? count > 0 : image < count);
-    // The transforms' geometry: x's (with the output window), dy's rows for its forward rows;
-    // chosen field by field where it is used (a reference chosen at run time would copy the
-    // kernel's parameters to local memory).
+    // The transforms' geometry as step_transform reads it: the rows' placement (x's, or dy's
+    // for its forward rows) and the output window's rows (the lags); built by value field by
+    // field (a reference chosen at run time would copy the kernel's parameters to local memory).
     auto job_geometry = [&] {
-      PlaneGeometry geo = xg;
-      geo.src_h = dy_job ? dyg.src_h : xg.src_h;
-      geo.off_h = dy_job ? dyg.off_h : xg.off_h;
-      geo.step_h = dy_job ? dyg.step_h : xg.step_h;
+      PlaneGeometry geo = geos.x(image);
+      const PlaneGeometry dg = geos.dy(image);
+      geo.src_h = dy_job ? dg.src_h : geo.src_h;
+      geo.off_h = dy_job ? dg.off_h : geo.off_h;
+      geo.step_h = dy_job ? dg.step_h : geo.step_h;
       return geo;
     };
     ex.each([&](int t, L&) {
@@ -569,9 +581,9 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
       if (inverse) {
         move_spectrum<F>(t, acc, spec, false);
       } else if (dy_job) {
-        stage_source<F>(t, buf, dyg, copy_dy(image));
+        stage_source<F>(t, buf, geos.dy(image), copy_dy(image));
       } else {
-        stage_source<F>(t, buf, xg, copy_x(image));
+        stage_source<F>(t, buf, geos.x(image), copy_x(image));
       }
     });
     ex.sync();
@@ -589,7 +601,7 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const PlaneGeometr
     ex.each([&](int t, L&) {
       if (!on) return;
       if (inverse) {
-        store_output<F>(t, buf, xg, store);
+        store_output<F>(t, buf, lags, store);
       } else if (dy_job) {
         filter_spectrum_out<F>(t, spec, g, true, scale);
       } else {

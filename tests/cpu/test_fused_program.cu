@@ -273,7 +273,6 @@ TEST(FusedProgram, LandmarkTiles) {
     EXPECT_TRUE(e.pass(1e-5)) << pass_name(p) << ": " << e.to_string();
   }
   int th = 0, tw = 0;
-  EXPECT_FALSE(detail::fused_tiles(d, Pass::kBackwardFilter, 96, &th, &tw));
   EXPECT_FALSE(detail::fused_tiles(d, Pass::kForward, 40, &th, &tw));  // under the 45 taps
   // Backward data with padding beyond the kernel: one tile (its window shifted by
   // pad - (eff - 1)) at a size below the whole plane's.
@@ -325,14 +324,33 @@ TEST(FusedProgram, SuiteGeometries) {
 
 // ---- backward filter ---------------------------------------------------------------------------
 
-// Every slot of the backward-filter kernel (a channel, a slice of the batch) in turn, each
-// writing its window as a partial, then the slices summed in order as fused_wgrad_sum_kernel
-// does (one slice: the slot's window is dw).
+// The tiled backward filter's pairs as the kernel forms them (fused_wgrad_pair): pair i of a
+// slot is tile (first + i) % tiles of image (first + i) / tiles.
+struct HostTiledGeos {
+  const detail::FusedWgradArgs& a;
+  const detail::FusedTiling& t;
+  std::int64_t first;
+  // Host-device like the program that calls them (they run on the host alone).
+  __host__ __device__ detail::FusedWgradPair pair(int i) const {
+    return detail::fused_wgrad_pair(a, t, static_cast<int>((first + i) % a.tiles));
+  }
+  __host__ __device__ fused::PlaneGeometry x(int i) const { return pair(i).x; }
+  __host__ __device__ fused::PlaneGeometry dy(int i) const { return pair(i).dy; }
+};
+
+// Every slot of the backward-filter kernel (a channel, a slice of its pairs: images, or with
+// `tiled` the tiles of images at size F) in turn, each writing its window as a partial, then
+// the slices summed in order as fused_wgrad_sum_kernel does (one slice: the slot's window is
+// dw).
 template <int F>
 std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<float>& x,
-                                       const std::vector<float>& dy, int sms, int* chunks) {
+                                       const std::vector<float>& dy, int sms, int* chunks,
+                                       bool tiled = false) {
   using L = fused::Layout<F>;
-  const detail::FusedWgradArgs a = detail::fused_wgrad_args(d, F, DType::kF32, sms);
+  detail::FusedTiling t;
+  const detail::FusedWgradArgs a =
+      tiled ? detail::fused_tiled_wgrad_args(d, F, DType::kF32, sms, &t)
+            : detail::fused_wgrad_args(d, F, DType::kF32, sms);
   *chunks = a.chunks;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::int64_t window = d.r * d.s, c = d.c;
@@ -343,25 +361,34 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
   for (std::int64_t slot = 0; slot < a.slots(); ++slot) {
     const std::int64_t channel = slot % c, chunk = slot / c;
     const std::int64_t first = chunk * a.per_chunk;
-    const int count = static_cast<int>(std::min<std::int64_t>(a.per_chunk, d.n - first));
+    const int count = static_cast<int>(std::min<std::int64_t>(a.per_chunk, a.pairs() - first));
     std::fill(buf.begin(), buf.end(), nan);
     std::fill(g.begin(), g.end(), make_float2(nan, nan));
     std::fill(acc.begin(), acc.end(), make_float2(nan, nan));
     HostExec<F / 2> ex;
-    fused::fused_wgrad_program<F>(
-        ex, buf.data(), a.x_geo, a.dy_geo, g.data(), acc.data(), a.per_chunk, count, true,
-        a.scale,
-        [&](int i) {
-          return HostColumnCopy{x.data() + ((first + i) * c + channel) * x_plane,
-                                static_cast<int>(d.w)};
-        },
-        [&](int i) {
-          return HostColumnCopy{dy.data() + ((first + i) * c + channel) * dy_plane,
-                                static_cast<int>(d.out_w())};
-        },
-        [&](int p, int q, float v) {
-          partial[(chunk * c + channel) * window + p * d.s + q] = v;
-        });
+    const HostTiledGeos tiles{a, t, first};
+    // Pair i's image plane in this channel, and where its x and dy start in it.
+    const auto plane = [&](int i) { return ((first + i) / a.tiles) * c + channel; };
+    const auto x_copy = [&](int i) {
+      return HostColumnCopy{x.data() + plane(i) * x_plane + (tiled ? tiles.pair(i).x_offset : 0),
+                            static_cast<int>(d.w)};
+    };
+    const auto dy_copy = [&](int i) {
+      return HostColumnCopy{
+          dy.data() + plane(i) * dy_plane + (tiled ? tiles.pair(i).dy_offset : 0),
+          static_cast<int>(d.out_w())};
+    };
+    const auto store = [&](int p, int q, float v) {
+      partial[(chunk * c + channel) * window + p * d.s + q] = v;
+    };
+    if (tiled) {
+      fused::fused_wgrad_program<F>(ex, buf.data(), tiles, a.x_geo, g.data(), acc.data(),
+                                    a.per_chunk, count, true, a.scale, x_copy, dy_copy, store);
+    } else {
+      fused::fused_wgrad_program<F>(ex, buf.data(), fused::WholeWgradGeos{a.x_geo, a.dy_geo},
+                                    a.x_geo, g.data(), acc.data(), a.per_chunk, count, true,
+                                    a.scale, x_copy, dy_copy, store);
+    }
   }
   std::vector<float> dw(static_cast<std::size_t>(c * window));
   for (std::size_t e = 0; e < dw.size(); ++e) {
@@ -373,18 +400,22 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
 }
 
 std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
-                                 const std::vector<float>& dy, int sms, int* chunks) {
-  return with_size(detail::fused_wgrad_size(d), d, [&](auto f) {
-    return emulate_wgrad_sized<decltype(f)::value>(d, x, dy, sms, chunks);
+                                 const std::vector<float>& dy, int sms, int* chunks,
+                                 int tiled_size = 0) {
+  return with_size(tiled_size > 0 ? tiled_size : detail::fused_wgrad_size(d), d, [&](auto f) {
+    return emulate_wgrad_sized<decltype(f)::value>(d, x, dy, sms, chunks, tiled_size > 0);
   });
 }
 
-testing::ErrorStats check_wgrad(const ConvDesc& d, std::uint64_t seed, int sms, int* chunks) {
+// The backward filter, whole planes or (tiled_size > 0) in tiles of that size, against the
+// fp64 oracle.
+testing::ErrorStats check_wgrad(const ConvDesc& d, std::uint64_t seed, int sms, int* chunks,
+                                int tiled_size = 0) {
   const std::vector<float> x = testing::random_values(d.x_elems(), seed, DType::kF32);
   const std::vector<float> dy = testing::random_values(d.y_elems(), seed + 1, DType::kF32);
   std::vector<double> ref(static_cast<std::size_t>(d.w_elems()));
   reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
-  return testing::compare(emulate_wgrad(d, x, dy, sms, chunks), ref);
+  return testing::compare(emulate_wgrad(d, x, dy, sms, chunks, tiled_size), ref);
 }
 
 // Random descriptors of one channel per group (padding, stride, dilation, rectangular kernels,
@@ -448,6 +479,88 @@ TEST(FusedProgram, BackwardFilterSizes) {
   EXPECT_EQ(size("n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32"), 32);
   EXPECT_EQ(size("n1c2h56w56k2r31s31p15x15u1x1d1x1g2f32"), 72);
   EXPECT_EQ(size("n1c1h200w200k1r9s9p4x4u1x1d1x1g1f32"), -1);
+}
+
+// The backward filter in tiles: random descriptors (padding, stride, dilation, rectangular
+// kernels) at a random size below the whole plane's period where the forward pass's tiles
+// apply (edge tiles cut by the plane, windows into the padding or wholly outside the source),
+// sliced as a device of 1, 2 or 132 SMs would slice the pairs, against the oracle.
+TEST(FusedProgram, TiledBackwardFilterSweep) {
+  std::mt19937_64 gen(95);
+  double worst = 0.0;
+  int failures = 0, tiles = 0, sliced = 0;
+  std::map<int, int> per_size;
+  constexpr int kCases = 120;
+  for (int i = 0; i < kCases;) {
+    const ConvDesc d = random_desc(gen);
+    const int whole = detail::fused_wgrad_size(d);
+    std::vector<int> sizes;
+    for (const int f : detail::kFusedSizes) {
+      int th = 0, tw = 0;
+      if ((whole < 0 || f < whole) && detail::fused_tiles(d, Pass::kBackwardFilter, f, &th, &tw)) {
+        sizes.push_back(f);
+      }
+    }
+    if (sizes.empty()) continue;
+    const int f = sizes[gen() % sizes.size()];
+    int th = 0, tw = 0;
+    detail::fused_tiles(d, Pass::kBackwardFilter, f, &th, &tw);
+    tiles += th * tw;
+    ++per_size[f];
+    const int sms = i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 132;
+    int chunks = 0;
+    const testing::ErrorStats e = check_wgrad(d, 9500 + i, sms, &chunks, f);
+    sliced += chunks > 1;
+    worst = std::max(worst, e.rel_l2);
+    if (!e.pass(1e-5)) {
+      ++failures;
+      ADD_FAILURE() << "tiled wgrad " << d.to_string() << " (tiles of " << f << ", " << th
+                    << "x" << tw << ", " << chunks << " slices): " << e.to_string();
+    }
+    ++i;
+  }
+  std::printf("[ emulated ] tiled wgrad: %d cases, %d tiles (per size F: %s; %d sliced), %d "
+              "failures, worst rel_l2 %.3e\n",
+              kCases, tiles, per_size_text(per_size).c_str(), sliced, failures, worst);
+  EXPECT_GT(sliced, 0);
+}
+
+// The landmark rows' backward filter in tiles: 96x96 heatmaps with 45x45 and same padding, four
+// 96x96 pairs an image (tiles of 52x52 of dy, each with its 96x96 window of x), a slot per pair
+// or several; a strided and dilated case.
+TEST(FusedProgram, LandmarkBackwardFilterTiles) {
+  const ConvDesc d = ConvDesc::parse("n2c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  int th = 0, tw = 0;
+  ASSERT_TRUE(detail::fused_tiles(d, Pass::kBackwardFilter, 96, &th, &tw));
+  EXPECT_EQ(th * tw, 4);
+  detail::FusedTiling t;
+  const detail::FusedWgradArgs a = detail::fused_tiled_wgrad_args(d, 96, DType::kF32, 132, &t);
+  EXPECT_EQ(a.tiles, 4);
+  EXPECT_EQ(a.pairs(), 8);
+  EXPECT_EQ(a.chunks * a.per_chunk, 8);
+  // The last tile: dy rows and columns 52..95, its x window from row 52 - 22 = 30, cut by the
+  // plane at 96 (66 rows), the lags' window 45x45.
+  const detail::FusedWgradPair last = detail::fused_wgrad_pair(a, t, 3);
+  EXPECT_EQ(last.dy.src_h, 44);
+  EXPECT_EQ(last.dy_offset, 52 * 96 + 52);
+  EXPECT_EQ(last.x.src_h, 66);
+  EXPECT_EQ(last.x.off_h, 0);
+  EXPECT_EQ(last.x_offset, 30 * 96 + 30);
+  EXPECT_EQ(last.x.out_h, 45);
+  const detail::FusedWgradPair first = detail::fused_wgrad_pair(a, t, 0);
+  EXPECT_EQ(first.x.off_h, 22);  // the window starts in the padding
+  EXPECT_EQ(first.x.src_h, 74);
+  for (const int sms : {1, 132}) {
+    int chunks = 0;
+    const testing::ErrorStats e = check_wgrad(d, 96, sms, &chunks, 96);
+    EXPECT_TRUE(e.pass(1e-5)) << sms << " SMs (" << chunks << " slices): " << e.to_string();
+  }
+  const ConvDesc odd = ConvDesc::parse("n2c2h37w29k2r5s7p2x3u2x1d2x1g2f32");
+  ASSERT_TRUE(detail::fused_tiles(odd, Pass::kBackwardFilter, 16, &th, &tw));
+  EXPECT_GT(th * tw, 1);
+  int chunks = 0;
+  const testing::ErrorStats e = check_wgrad(odd, 97, 2, &chunks, 16);
+  EXPECT_TRUE(e.pass(1e-5)) << odd.to_string() << ": " << e.to_string();
 }
 
 // line_dft<N> of either direction against the plain sum, X[k] read at line_slot<N>(k).

@@ -165,21 +165,24 @@ TEST(Fused, EveryCoveredSize) {
   }
 }
 
-// Tiles (forced by the FFT size, below the plane's period): random descriptors of forward and
-// backward data (unit stride), fp32, against the oracle; the landmark rows' 2 x 2 tiles of 96x96.
+// Tiles (forced by the FFT size, below the plane's period): random descriptors of every pass
+// (backward data at unit stride), fp32, against the oracle; the landmark rows' 2 x 2 tiles of
+// 96x96.
 TEST(Fused, TilesMatchOracle) {
   FFTCONV_REQUIRE_GPU();
   std::mt19937_64 gen(97);
   int checked = 0;
   double worst = 0.0;
-  for (int i = 0; checked < 40 && i < 4000; ++i) {
-    const bool fwd = i % 2 == 0;
-    const ConvDesc d = random_fused_desc(gen, DType::kF32, false);
+  for (int i = 0; checked < 60 && i < 6000; ++i) {
+    const Pass pass = i % 3 == 0 ? Pass::kForward : i % 3 == 1 ? Pass::kBackwardData
+                                                               : Pass::kBackwardFilter;
+    const bool wgrad = pass == Pass::kBackwardFilter;
+    const ConvDesc d = random_fused_desc(gen, DType::kF32, wgrad);
+    const int whole = wgrad ? detail::fused_wgrad_size(d) : detail::fused_size(d);
     std::vector<int> sizes;
     for (const int f : detail::kFusedSizes) {
       int th = 0, tw = 0;
-      const Pass pass = fwd ? Pass::kForward : Pass::kBackwardData;
-      if (f < detail::fused_size(d) && detail::fused_tiles(d, pass, f, &th, &tw)) {
+      if (f < whole && detail::fused_tiles(d, pass, f, &th, &tw)) {
         sizes.push_back(f);  // one tile too
       }
     }
@@ -189,20 +192,27 @@ TEST(Fused, TilesMatchOracle) {
     o.fft_h = o.fft_w = sizes[gen() % sizes.size()];
     testing::ErrorStats err;
     std::string describe;
-    if (fwd) {
+    if (pass == Pass::kForward) {
       const RunResult r = run_forward(Problem(d, 700 + i, i % 3 == 0), o);
       err = r.err;
       describe = r.describe;
-    } else {
-      const BwdResult r = run_dgrad(BwdProblem(d, 700 + i), with_pass(o, Pass::kBackwardData));
+    } else if (pass == Pass::kBackwardData) {
+      const BwdResult r = run_dgrad(BwdProblem(d, 700 + i), with_pass(o, pass));
       err = r.err;
       describe = r.describe;
+    } else {  // every other case accumulates into dw
+      const BwdProblem p(d, 700 + i);
+      const std::vector<float> dw0 = testing::random_values(d.w_elems(), 800 + i, DType::kF32);
+      const BwdResult r = i % 2 ? run_wgrad(p, o, 0.5f, -1.25f, &dw0) : run_wgrad(p, o);
+      err = r.err;
+      describe = r.describe;
+      EXPECT_NE(describe.find("tiles a plane"), std::string::npos) << describe;
     }
     worst = std::max(worst, err.rel_l2);
-    EXPECT_TRUE(err.pass(1e-5)) << describe << ": " << err.to_string();
+    EXPECT_TRUE(err.pass(1e-5)) << pass_name(pass) << " " << describe << ": " << err.to_string();
     ++checked;
   }
-  EXPECT_EQ(checked, 40);
+  EXPECT_EQ(checked, 60);
   std::printf("[ sweep    ] fused tiles: %d cases, worst rel_l2 %.3e\n", checked, worst);
   const ConvDesc landmark = ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
   Options o;
@@ -215,7 +225,7 @@ TEST(Fused, TilesMatchOracle) {
 
 // The landmark shapes: a 45x45 kernel, same padding, on 96x96 planes: forward and backward data
 // in 2 x 2 tiles of 96x96 (Auto's choice for one or 64 planes), the backward filter whole
-// (128x128).
+// (128x128) and, forced, in 2 x 2 tiles of 96x96 (a tile of dy and its window of x a pair).
 TEST(Fused, LandmarkShapes) {
   FFTCONV_REQUIRE_GPU();
   for (std::int64_t planes : {1, 64}) {
@@ -238,6 +248,12 @@ TEST(Fused, LandmarkShapes) {
     const BwdResult w = run_wgrad(q, o);
     EXPECT_EQ(w.info.fft_h, 128) << w.describe;
     EXPECT_TRUE(w.err.pass(1e-5)) << d.to_string() << " wgrad: " << w.err.to_string();
+    Options forced = o;
+    forced.fft_h = forced.fft_w = 96;
+    const BwdResult t = run_wgrad(q, forced);
+    EXPECT_EQ(t.info.fft_h, 96) << t.describe;
+    EXPECT_EQ(t.info.tiles_h * t.info.tiles_w, 4) << t.describe;
+    EXPECT_TRUE(t.err.pass(1e-5)) << d.to_string() << " tiled wgrad: " << t.err.to_string();
   }
 }
 
