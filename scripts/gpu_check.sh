@@ -563,7 +563,7 @@ if step ab; then
   else
     ab_rows="$OUT/ab-rows.csv"
     { head -1 data/shapes/suite.csv
-      grep -E "^(${FFTCONV_AB_ROWS:-seed3_landmark_same|landmark_batch64|landmark_heatmaps_dw68|replknet_dw31_14|replknet_dw31_56|slak_dw51_28}),"
+      grep -E "^(${FFTCONV_AB_ROWS:-seed3_landmark_same|landmark_batch64|landmark_heatmaps_dw68|replknet_dw31_14|replknet_dw31_56|slak_dw51_28}),"  \
         data/shapes/suite.csv; } >"$ab_rows"
     for turn in 1 2; do
       for side in A B; do
