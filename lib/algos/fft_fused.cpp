@@ -43,9 +43,6 @@ std::string choice_text(const FusedChoice& c) {
                                       : std::string());
 }
 
-// The forward pass's tiles serve the backward filter too (tiles of dy, each with its x window).
-Pass tiling_pass(Pass pass) { return pass == Pass::kBackwardFilter ? Pass::kForward : pass; }
-
 // Tiles of size x size where the pass takes them, else none (size -1).
 FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
   FusedChoice c;
@@ -63,7 +60,7 @@ FusedChoice tiled_choice(const ConvDesc& d, Pass pass, int size) {
 // redo their windows many times over and are not measured.
 bool worth_tiling(const ConvDesc& d, Pass pass, int size) {
   FusedTiling t;
-  fused_tiled_conv_args(d, tiling_pass(pass), size, &t);
+  fused_tiled_conv_args(d, pass, size, &t);
   return (t.tiles_h == 1 || 2 * t.tile_h * t.step_h >= size) &&
          (t.tiles_w == 1 || 2 * t.tile_w * t.step_w >= size);
 }

@@ -110,6 +110,8 @@ bool fused_tiles(const ConvDesc& d, Pass pass, int size, int* tiles_h, int* tile
 }
 
 FusedConvArgs fused_tiled_conv_args(const ConvDesc& d, Pass pass, int size, FusedTiling* tiling) {
+  // The backward filter's tiles are the forward pass's (fused_tiles).
+  if (pass == Pass::kBackwardFilter) pass = Pass::kForward;
   FusedConvArgs a = fused_conv_args(d, pass, size);
   FusedTiling& t = *tiling;
   t = FusedTiling{};
@@ -164,7 +166,7 @@ FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dty
   FusedWgradArgs a = fused_wgrad_args(d, size, out_dtype, sms);
   // The forward pass's tiles: a tile of the output (dy) reads its window of x, which the
   // correlation at the lags reads without wrapping ((tile - 1) stride + (R - 1) dil < F).
-  fused_tiled_conv_args(d, Pass::kForward, size, tiling);
+  fused_tiled_conv_args(d, Pass::kBackwardFilter, size, tiling);
   a.tiles = tiling->count();
   slice_pairs(a, sms);
   return a;

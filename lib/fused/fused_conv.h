@@ -178,7 +178,8 @@ FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size);
 /// the output, each reading its window of x; backward data with unit stride) and a tile holds at
 /// least one output: tiles x tiles (>= 1 each); false otherwise.
 bool fused_tiles(const ConvDesc& d, Pass pass, int size, int* tiles_h, int* tiles_w);
-/// The arguments of `pass` on d in tiles of size x size (fused_tiles true), and the tiles. (The
+/// The arguments of `pass` on d in tiles of size x size (fused_tiles true), and the tiles (the
+/// backward filter: the forward pass's arguments and tiles). (The
 /// tiling is a parameter of its own of the tiled kernel: in FusedConvArgs, the whole-plane
 /// 128x128 kernel, which never reads it, spilled.)
 FusedConvArgs fused_tiled_conv_args(const ConvDesc& d, Pass pass, int size, FusedTiling* tiling);

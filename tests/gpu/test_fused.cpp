@@ -257,6 +257,27 @@ TEST(Fused, LandmarkShapes) {
   }
 }
 
+// The backward filter in tiles with several pairs a slot: 11 images of 64 channels in 3 x 3 tiles
+// of 16x16 make 99 pairs a channel, two a slot on 132 SMs and one in the last slice; fp32, and
+// fp16 with an fp32 dw, accumulated with alpha and beta.
+TEST(Fused, TiledBackwardFilterSlotsOfSeveralPairs) {
+  FFTCONV_REQUIRE_GPU();
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    ConvDesc d = ConvDesc::parse("n11c64h30w30k64r5s5p2x2u1x1d1x1g64f32");
+    d.dtype = dtype;
+    Options o;
+    o.algo = Algo::kFftFused;
+    o.fft_h = o.fft_w = 16;
+    o.dw_fp32 = dtype != DType::kF32;
+    const BwdProblem p(d, 971);
+    const std::vector<float> dw0 = testing::random_values(d.w_elems(), 972, DType::kF32);
+    const BwdResult r = run_wgrad(p, o, 0.5f, 2.0f, &dw0);
+    EXPECT_NE(r.describe.find("3x3 tiles a plane"), std::string::npos) << r.describe;
+    EXPECT_NE(r.describe.find("tiles per channel"), std::string::npos) << r.describe;
+    EXPECT_TRUE(r.err.pass(testing::tolerance(dtype))) << r.describe << ": " << r.err.to_string();
+  }
+}
+
 // A batch sliced into one image a slot (5 images, 3 channels: every slot's window a partial),
 // accumulated into dw with alpha and beta, and captured in a CUDA graph.
 TEST(Fused, BackwardFilterSlicesSumInOrder) {
