@@ -60,8 +60,7 @@ void slice_pairs(FusedWgradArgs& a, int sms) {
   const std::int64_t capacity =
       std::int64_t(std::max(sms, 1)) * fused_min_blocks(a.size) * fused_planes_per_block(a.size);
   const std::int64_t pairs = std::max<std::int64_t>(a.pairs(), 1);
-  const std::int64_t want =
-      std::clamp<std::int64_t>(capacity / std::max(a.c, 1), 1, pairs);
+  const std::int64_t want = std::clamp<std::int64_t>(capacity / std::max(a.c, 1), 1, pairs);
   a.per_chunk = i32((pairs + want - 1) / want);
   a.chunks = i32((pairs + a.per_chunk - 1) / a.per_chunk);
 }

@@ -174,8 +174,9 @@ TEST(Fused, TilesMatchOracle) {
   int checked = 0;
   double worst = 0.0;
   for (int i = 0; checked < 60 && i < 6000; ++i) {
-    const Pass pass = i % 3 == 0 ? Pass::kForward : i % 3 == 1 ? Pass::kBackwardData
-                                                               : Pass::kBackwardFilter;
+    const Pass pass = i % 3 == 0   ? Pass::kForward
+                      : i % 3 == 1 ? Pass::kBackwardData
+                                   : Pass::kBackwardFilter;
     const bool wgrad = pass == Pass::kBackwardFilter;
     const ConvDesc d = random_fused_desc(gen, DType::kF32, wgrad);
     const int whole = wgrad ? detail::fused_wgrad_size(d) : detail::fused_size(d);
