@@ -546,7 +546,8 @@ struct WholeWgradGeos {
 /// copy_dy(i) as geos.dy(i) places it, as a filter: conjugated, times `scale`) into g, then x's
 /// (copy_x(i), geos.x(i)) multiplied by it bin by bin and split for the inverse, in place, and
 /// added to acc (the first pair writes it); last, acc transformed back and the window `lags`
-/// stored (store). g and acc are the slot's own. Jobs of pairs at or past `count` (a shorter
+/// stored (store); a slot of one pair (jobs_images 1) transforms its product back where it
+/// stands, without acc. g and acc are the slot's own. Jobs of pairs at or past `count` (a shorter
 /// slice than its block's others) do no work but keep the block's synchronisations. One loop
 /// over the jobs, one transform step a turn: one copy of the DFT's code.
 #pragma nv_exec_check_disable
@@ -569,17 +570,21 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
     // for its forward rows) and the output window's rows (the lags); built by value field by
     // field (a reference chosen at run time would copy the kernel's parameters to local memory).
     auto job_geometry = [&] {
-      PlaneGeometry geo = geos.x(image);
-      const PlaneGeometry dg = geos.dy(image);
-      geo.src_h = dy_job ? dg.src_h : geo.src_h;
-      geo.off_h = dy_job ? dg.off_h : geo.off_h;
-      geo.step_h = dy_job ? dg.step_h : geo.step_h;
+      PlaneGeometry geo = lags;
+      if (!inverse) {  // (the inverse job's pair index is past the slot's pairs)
+        const PlaneGeometry xs = geos.x(image), ds = geos.dy(image);
+        geo.src_h = dy_job ? ds.src_h : xs.src_h;
+        geo.off_h = dy_job ? ds.off_h : xs.off_h;
+        geo.step_h = dy_job ? ds.step_h : xs.step_h;
+      }
       return geo;
     };
+    // A slot of one pair inverts its product where it stands: no sum to keep in acc.
+    const bool one_pair = jobs_images == 1;
     ex.each([&](int t, L&) {
       if (!on) return;
       if (inverse) {
-        move_spectrum<F>(t, acc, spec, false);
+        if (!one_pair) move_spectrum<F>(t, acc, spec, false);
       } else if (dy_job) {
         stage_source<F>(t, buf, geos.dy(image), copy_dy(image));
       } else {
@@ -609,7 +614,7 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
       }
     });
     ex.sync();
-    if (!inverse && !dy_job) {
+    if (!inverse && !dy_job && !one_pair) {
       ex.each([&](int t, L&) {
         if (on) move_spectrum<F>(t, spec, acc, image > 0);
       });
