@@ -63,7 +63,10 @@
 # fft, every pass, with and without --own-fft, and --stages: ownfft-*.txt, ownfft-*.json;
 # FFTCONV_OWNFFT_ARGS appended; not by default), ab (a second build with FFTCONV_AB_DEFINES added
 # to the compiler flags, its bench driver timed against this build's in turns on the small-plane
-# rows: ab-*.txt, ab-*.json; FFTCONV_AB_ROWS, FFTCONV_AB_ARGS; not by default).
+# rows: ab-*.txt, ab-*.json; FFTCONV_AB_ROWS, FFTCONV_AB_ARGS; not by default), suite (suite.csv,
+# every pass, verified, with the cuDNN baselines, continued from FFTCONV_SUITE_JSON with
+# --resume where an earlier call stopped: suite.json, suite.txt, suite-progress.txt;
+# FFTCONV_SUITE_ARGS appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_BUILD_TARGETS (what the build step builds, e.g. "fftconv_gpu_tests
@@ -255,6 +258,22 @@ if step bench; then
       cat "$OUT/bench-$base-dtypes.txt"
     fi
   done
+fi
+if step suite; then
+  # The whole suite, every pass, verified, with the cuDNN baselines (the run behind
+  # data/results/h200/suite.json), continued across calls: --resume keeps what the file
+  # FFTCONV_SUITE_JSON holds (default in the build folder, which the machine keeps between calls;
+  # a file carried in the tree continues it on a fresh machine of the same kind) and runs the
+  # rest; --progress leaves in suite-progress.txt the part a stopped row-pass was in.
+  SUITE_JSON=${FFTCONV_SUITE_JSON:-$PWD/$BUILD/suite-resume.json}
+  # shellcheck disable=SC2086
+  limited suite "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
+    --verify --resume --progress --json "$SUITE_JSON" ${FFTCONV_SUITE_ARGS:-} \
+    >>"$OUT/suite.txt" 2>>"$OUT/suite-progress.txt" || status=1
+  [ -f "$SUITE_JSON" ] && cp "$SUITE_JSON" "$OUT/suite.json"
+  grep -E "^resuming|out of tolerance" "$OUT/suite.txt" | tail -2
+  tail -3 "$OUT/suite-progress.txt"
+  grep -Eq '"complete": ?true' "$OUT/suite.json" 2>/dev/null || echo "suite: not complete yet (run the step again)"
 fi
 if step dtypes; then
   # fp16 and bf16 against fp32, a row's dtypes timed in turn (--interleave: the same GPU state

@@ -175,6 +175,15 @@ int parse_args(int argc, char** argv, Config& c) {
   app.add_option("--json", c.json_path, "write the results as JSON")
       ->type_name("FILE")
       ->group(kRun);
+  app.add_flag("--resume", c.resume,
+               "with --json FILE: keep the row-passes FILE holds (an earlier run with the\n"
+               "same timing settings on the same device, stopped early) and run only\n"
+               "the others; a FILE that does not exist starts afresh")
+      ->group(kRun);
+  app.add_flag("--progress", c.progress,
+               "say on stderr as each row-pass starts and as each of its parts ends\n"
+               "(engine, sweeps, cudnn, cudnn_tf32), with its wall time")
+      ->group(kRun);
   app.add_option("--iters", c.iters, "timed runs per measurement (median reported; default 20)")
       ->type_name("N")
       ->check(integer_in(1))
@@ -314,6 +323,10 @@ int parse_args(int argc, char** argv, Config& c) {
     return usage_error("give --shapes FILE.csv or a shape (--desc, --n ...)");
   }
   if (c.control && !c.interleave) return usage_error("--control needs --interleave");
+  if (c.resume && c.json_path.empty()) return usage_error("--resume needs --json FILE");
+  if (c.resume && c.interleave) {
+    return usage_error("--resume runs whole groups only; it does not take --interleave");
+  }
   if (c.interleave && c.dtypes.size() < 2) {
     return usage_error("--interleave needs --dtypes with two or more dtypes");
   }

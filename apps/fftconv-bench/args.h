@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fftconv/fftconv.hpp"
@@ -45,6 +47,11 @@ struct Config {
   std::vector<fftconv::DType> dtypes;  // --dtypes: every row in each (empty: the CSV's dtype)
   double gaussian_sigma = 0.0;  // --gaussian: every filter plane a normalised Gaussian (0: random)
   std::string command;                 // the command line as recorded in the JSON
+  // --resume: run only the row-passes the JSON file does not hold yet; `skip` is filled from it,
+  // (descriptor, pass name) pairs.
+  bool resume = false;
+  bool progress = false;  // --progress: each row's parts on stderr as they end
+  std::set<std::pair<std::string, std::string>> skip;
 };
 
 /// Parses the command line into `cfg`. Returns -1 when the driver should go on, 0 after --help,

@@ -39,6 +39,24 @@ int main(int argc, char** argv) {
                               }),
                rows.end());
   }
+  bench::Resumed resumed;
+  if (cfg.resume) {
+    try {
+      resumed = bench::read_resumed(cfg.json_path, cfg);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fftconv-bench: --resume: %s\n", e.what());
+      return 2;
+    }
+    cfg.skip = resumed.done;
+    std::size_t to_run = 0;
+    for (const ft::ShapeRow& r : rows) {
+      for (fftconv::Pass p : cfg.passes) {
+        to_run += cfg.skip.count({r.desc.to_string(), fftconv::pass_name(p)}) ? 0 : 1;
+      }
+    }
+    std::printf("resuming %s: %zu row-pass(es) kept, %zu to run\n", cfg.json_path.c_str(),
+                resumed.rows.size(), to_run);
+  }
   std::string why;
   if (!ft::has_device(&why)) {
     std::fprintf(stderr,
@@ -51,6 +69,11 @@ int main(int argc, char** argv) {
   int dev = 0;
   cudaGetDevice(&dev);
   cudaGetDeviceProperties(&prop, dev);
+  if (!resumed.device.empty() && resumed.device != prop.name) {
+    std::fprintf(stderr, "fftconv-bench: --resume: %s was measured on %s, this is %s\n",
+                 cfg.json_path.c_str(), resumed.device.c_str(), prop.name);
+    return 2;
+  }
   std::printf(
       "device: %s (%d SMs), %zu row(s), %d timed runs after %d warm-up%s, engine algo %s%s\n",
       prop.name, prop.multiProcessorCount, rows.size(), cfg.iters, cfg.warmup,
@@ -66,12 +89,15 @@ int main(int argc, char** argv) {
     if (r.verified && !r.ok) ++failed;
     bench::print_row(r);
     results.push_back(r);
-    if (!cfg.json_path.empty()) bench::write_json(cfg.json_path, cfg, results, prop.name, false);
+    if (!cfg.json_path.empty())
+      bench::write_json(cfg.json_path, cfg, results, prop.name, false, resumed);
   });
   cudaStreamDestroy(stream);
-  if (!cfg.json_path.empty()) bench::write_json(cfg.json_path, cfg, results, prop.name, true);
+  if (!cfg.json_path.empty())
+    bench::write_json(cfg.json_path, cfg, results, prop.name, true, resumed);
   if (cfg.verify) {
-    std::printf("%d of %zu row(s) out of tolerance\n", failed, results.size());
+    std::printf("%d of %zu row(s) out of tolerance\n", failed + resumed.out_of_tolerance,
+                results.size() + resumed.rows.size());
   }
-  return failed ? 1 : 0;
+  return failed + resumed.out_of_tolerance ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <stdexcept>
 
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,9 @@ namespace {
 
 namespace ft = fftconv::testing;
 using Json = nlohmann::ordered_json;  // keys in the order written
+
+// A row that took this long (wall clock) says where the time went under its line.
+constexpr double kSlowRowSeconds = 10.0;
 
 // A number as the readers want it: 6 significant digits (as the results have always been
 // written), null for NaN and infinities (not measured).
@@ -93,6 +97,11 @@ Json row_json(const Row& r) {
     j["stages_ms"] = stages;
     j["gemm_flops"] = number(r.gemm_flops);
     j["gemm_min_bytes"] = number(r.gemm_min_bytes);
+  }
+  if (!r.wall_s.empty()) {
+    Json wall = Json::object();
+    for (const auto& [part, s] : r.wall_s) wall[part] = number(s);
+    j["wall_s"] = wall;
   }
   if (!r.gemm_ms.empty()) {
     j["gemm_best"] = r.gemm_best;
@@ -212,12 +221,71 @@ void print_row(const Row& r) {
   };
   if (r.has_paired) print_ratio("against the first dtype", r.paired);
   if (r.has_control) print_ratio("a second copy against this one", r.control);
+  double wall = 0.0;
+  for (const auto& part : r.wall_s) wall += part.second;
+  if (wall >= kSlowRowSeconds) {
+    std::printf("  wall time %.1f s:", wall);
+    for (const auto& [part, s] : r.wall_s) std::printf(" %s %.1f s", part.c_str(), s);
+    std::printf("\n");
+  }
   for (const std::string& note : r.notes) std::printf("  not measured: %s\n", note.c_str());
   std::fflush(stdout);
 }
 
+Resumed read_resumed(const std::string& path, const Config& cfg) {
+  Resumed out;
+  std::ifstream in(path);
+  if (!in) {
+    if (std::ifstream(path + ".tmp")) {
+      throw std::runtime_error(path + " does not exist but " + path +
+                               ".tmp does: an earlier run stopped while writing it");
+    }
+    return out;  // nothing to resume: start afresh
+  }
+  Json doc;
+  try {
+    doc = Json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + " is not JSON: " + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("meta") || !doc["meta"].is_object() ||
+      !doc.contains("rows") || !doc["rows"].is_array()) {
+    throw std::runtime_error(path + " is not a results file of fftconv-bench (meta and rows)");
+  }
+  const Json& meta = doc["meta"];
+  // Rows timed otherwise would not compare with this run's.
+  const auto same = [&](const char* key, const Json& mine) {
+    if (!meta.contains(key) || meta[key] != mine) {
+      throw std::runtime_error(path + " was timed with " + key + " " +
+                               (meta.contains(key) ? dump(meta[key]) : std::string("unset")) +
+                               ", this run with " + dump(mine));
+    }
+  };
+  same("iters", cfg.iters);
+  same("warmup", cfg.warmup);
+  same("graph", cfg.graph);
+  same("interleave", cfg.interleave);
+  out.device = meta.value("device", std::string());
+  if (meta.contains("resumed") && meta["resumed"].is_array()) {
+    for (const Json& m : meta["resumed"]) out.metas.push_back(dump(m));
+  }
+  Json own = meta;
+  own.erase("resumed");
+  out.metas.push_back(dump(own));
+  for (const Json& row : doc["rows"]) {
+    if (!row.is_object() || !row.contains("desc") || !row.contains("pass")) {
+      throw std::runtime_error(path + " has a row without desc and pass: " + dump(row));
+    }
+    out.done.emplace(row["desc"].get<std::string>(), row["pass"].get<std::string>());
+    if (row.value("verified", false) && !row.value("within_tolerance", true))
+      ++out.out_of_tolerance;
+    out.rows.push_back(dump(row));
+  }
+  return out;
+}
+
 void write_json(const std::string& path, const Config& cfg, const std::vector<Row>& rows,
-                const std::string& device, bool complete) {
+                const std::string& device, bool complete, const Resumed& resumed) {
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -240,9 +308,14 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
   meta["control"] = cfg.control;
   meta["placements"] = cfg.interleave ? cfg.placements : 1;
   meta["complete"] = complete;
+  if (!resumed.metas.empty()) {
+    meta["resumed"] = Json::array();
+    for (const std::string& m : resumed.metas) meta["resumed"].push_back(Json::parse(m));
+  }
   Json doc;
   doc["meta"] = meta;
   doc["rows"] = Json::array();
+  for (const std::string& r : resumed.rows) doc["rows"].push_back(Json::parse(r));
   for (const Row& r : rows) doc["rows"].push_back(row_json(r));
 
   const std::string tmp = path + ".tmp";  // renamed over path once whole

@@ -3,6 +3,7 @@
 #include "run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -72,6 +73,19 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     return ft::compare(ft::decode(out_host.data(), n_out, d.dtype), ref_host);
   };
 
+  // Wall-clock seconds of each part of the row (plans, searches and oracles included), so that a
+  // row that takes minutes says where they went.
+  auto lap_start = std::chrono::steady_clock::now();
+  const auto lap = [&](const char* part) {
+    const auto now = std::chrono::steady_clock::now();
+    r.wall_s.emplace_back(part, std::chrono::duration<double>(now - lap_start).count());
+    lap_start = now;
+    if (cfg.progress) {
+      std::fprintf(stderr, "fftconv-bench: %s %s: %s took %.1f s\n", r.name.c_str(), r.pass.c_str(),
+                   part, r.wall_s.back().second);
+    }
+  };
+  if (cfg.progress) std::fprintf(stderr, "fftconv-bench: %s %s\n", r.name.c_str(), r.pass.c_str());
   const Options engine = engine_options(cfg, pass);
   try {
     // The separable path runs kept filters only: forced, its every call keeps the filter.
@@ -146,6 +160,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
   } catch (const std::exception& e) {
     r.status = std::string("error: ") + e.what();
   }
+  lap("engine");
   // The FFT path of these options (default GEMM choice and size), and with a forced GEMM or size.
   const auto fft_options = [&](const std::string& gemm, std::int64_t fft_h, std::int64_t fft_w) {
     Options o;
@@ -157,6 +172,8 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     return o;
   };
   // The FFT path's own time where Auto chose something else (the heuristic's regret shows here).
+  const bool swept = (cfg.algo == Algo::kAuto && r.algo != "fft") ||
+                     (r.algo == "fft" && (cfg.fft_all || cfg.gemm == "all"));
   if (cfg.algo == Algo::kAuto && r.algo != "fft") {
     r.fft_ms = side_time(r, "fft path",
                          [&] { return time_plan(d, fft_options("", 0, 0), in, cfg, stream).ms; });
@@ -197,6 +214,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     }
     r.regret = chosen / r.gemm_best_ms;
   }
+  if (swept) lap("sweeps");
   if (cfg.cudnn) {
     Options o;
     o.pass = pass;
@@ -210,6 +228,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
       r.cudnn_algo = "error";
       if (r.status == "ok") r.status = std::string("cudnn: ") + e.what();
     }
+    lap("cudnn");
     if (d.dtype == DType::kF32) {
       o.allow_tf32 = true;
       try {
@@ -219,6 +238,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
       } catch (const std::exception& e) {
         r.notes.push_back(std::string("cudnn tf32: ") + e.what());
       }
+      lap("cudnn_tf32");
     }
     r.speedup = r.cudnn_ms / r.engine_ms;
   }
@@ -262,6 +282,9 @@ void run_rows(const std::vector<ft::ShapeRow>& rows, const Config& cfg, cudaStre
       group_rows.clear();
       std::vector<const ft::ShapeRow*> group;
       std::vector<std::uint64_t> seeds;
+      if (cfg.skip.count({rows[first].desc.to_string(), fftconv::pass_name(pass)})) {
+        continue;  // --resume: measured by an earlier run (groups are single rows then)
+      }
       for (std::size_t row = first; row < last; ++row) {
         group.push_back(&rows[row]);
         seeds.push_back(1000 + 17 * row);

@@ -53,6 +53,9 @@ struct Row {
   fftconv::testing::PairedRatio paired, control;
   bool has_paired = false, has_control = false;
   std::string paired_base;  // the dtype of the group's first row
+  // Wall-clock seconds of the row's parts in order (engine: its plans, timings and oracle;
+  // sweeps; cudnn; cudnn_tf32), searches and plan times included.
+  std::vector<std::pair<std::string, double>> wall_s;
   // Side measurements that could not be taken (a sweep's size or tiling, the FFT path's own
   // time, the TF32 baseline), each with the reason; printed under the row, not in the JSON.
   std::vector<std::string> notes;
