@@ -35,7 +35,11 @@ How it is timed (docs/benchmarking.md):
               (the device drained between batches, untimed; a batch stays inside the launch
               queue, so the host never waits for the device), median over batches of batch
               time / calls; --host-calls calls in all, fewer where they would keep the device
-              busy longer than --host-budget-s (the entry's host_calls says how many).
+              busy longer than --host-budget-s (the entry's host_calls says how many). Every
+              call on the same tensors, as a layer in a network's step loop and the C++
+              driver's host_us: fftconv's staged paths then replay a CUDA graph.
+  host_rotating_us  the same with every call on the next input copy: new pointers each call,
+              where the staged paths enqueue their stages one by one.
   first_call_ms  the first call of a provider (plan creation, cuDNN's algorithm search).
 On --device cpu the times are perf_counter times of synchronous calls and nothing is flushed
 (for smoke runs).
@@ -312,8 +316,11 @@ class Clock:
                     failed[p.name] = f"cold calls: {tb.failure_message(self.torch, e)}"
         return {k: statistics.median(v) for k, v in times.items() if v}
 
-    def host_us(self, p, calls, budget_s, median_ms):
-        """(median over batches of host us per enqueued call, calls made)."""
+    def host_us(self, p, calls, budget_s, median_ms, rotate=False):
+        """(median over batches of host us per enqueued call, calls made): every call on the
+        first input copy, as a layer of a network's step loop (and the C++ driver) calls with
+        the same tensors again; with `rotate`, every call on the next copy, new pointers each
+        time."""
         if median_ms > 0:  # keep the device work these calls enqueue within the budget
             calls = max(1, min(calls, int(budget_s * 1e3 / median_ms)))
         batch = min(HOST_BATCH, calls)
@@ -324,7 +331,7 @@ class Clock:
                 self.sync()
                 t0 = time.perf_counter()
                 for _ in range(batch):
-                    p.fn(*self.args())
+                    p.fn(*(self.args() if rotate else self.arg_sets[0]))
                 per_call.append((time.perf_counter() - t0) * 1e6 / batch)
             self.sync()
         return statistics.median(per_call), batches * batch
@@ -399,6 +406,7 @@ COLUMNS = [("fftconv", "fftconv", "real_time", "9.4f"), ("torch", "torch", "real
            ("tf32", "torch_tf32", "cold_ms", "8.4f"),
            ("host_us:fftconv", "fftconv", "host_us", "15.1f"),
            ("torch", "torch", "host_us", "7.1f"), ("tf32", "torch_tf32", "host_us", "7.1f"),
+           ("rotating", "fftconv", "host_rotating_us", "8.1f"),
            ("rel_l2", "fftconv", "rel_l2", "8.2e")]
 CPP_COLUMNS = [("engine_us", "fftconv", "engine_host_us", "9.1f"),
                ("overhead_us", "fftconv", "host_overhead_us", "11.1f")]
@@ -471,8 +479,11 @@ def measure(torch, clock, runner, shape, pass_, providers, args):
                   "first_call_ms": first[p.name], **errs.get(p.name, {})}
         if args.host_calls > 0:
             try:
+                median_ms = statistics.median(times[p.name])
                 fields["host_us"], fields["host_calls"] = clock.host_us(
-                    p, args.host_calls, args.host_budget_s, statistics.median(times[p.name]))
+                    p, args.host_calls, args.host_budget_s, median_ms)
+                fields["host_rotating_us"], _ = clock.host_us(
+                    p, args.host_calls, args.host_budget_s, median_ms, rotate=True)
             except ERRORS as e:
                 print(f"  warning: {shape.name}/{pass_}/{shape.dtype}/{p.name}: no host time: "
                       f"{tb.failure_message(torch, e)}", file=sys.stderr)

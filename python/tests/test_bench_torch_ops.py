@@ -48,7 +48,7 @@ def test_cpu_smoke_run(tmp_path):
     for name, e in entries.items():
         assert not e.get("error_occurred"), f"{name}: {e.get('error_message')}"
         assert e["time_unit"] == "ms"
-        for key in ("real_time", "min_ms", "cold_ms", "host_us"):
+        for key in ("real_time", "min_ms", "cold_ms", "host_us", "host_rotating_us"):
             assert key in e, f"{name} has no {key}"
         assert {k: e[k] for k in ROW} == ROW and e["dtype"] == "f32"
     for p in ("fwd", "dgrad", "wgrad", "step"):
