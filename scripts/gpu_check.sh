@@ -66,7 +66,8 @@
 # rows: ab-*.txt, ab-*.json; FFTCONV_AB_ROWS, FFTCONV_AB_ARGS; not by default), suite (suite.csv,
 # every pass, verified, with the cuDNN baselines, continued from FFTCONV_SUITE_JSON with
 # --resume where an earlier call stopped: suite.json, suite.txt, suite-progress.txt;
-# FFTCONV_SUITE_ARGS appended; not by default).
+# FFTCONV_SUITE_FIND_ROWS (rows whose baselines use cudnnFind alone), FFTCONV_SUITE_ARGS
+# appended; not by default).
 #
 # Environment: OUT (log folder), FFTCONV_GPU_BUILD (build folder, default build-gpu),
 # FFTCONV_GPU_STEPS, FFTCONV_BUILD_TARGETS (what the build step builds, e.g. "fftconv_gpu_tests
@@ -265,15 +266,40 @@ if step suite; then
   # FFTCONV_SUITE_JSON holds (default in the build folder, which the machine keeps between calls;
   # a file carried in the tree continues it on a fresh machine of the same kind) and runs the
   # rest; --progress leaves in suite-progress.txt the part a stopped row-pass was in.
+  # The rows FFTCONV_SUITE_FIND_ROWS names (a regex, default photo_blur_rgb_2k) take their cuDNN
+  # baselines from cudnnFind alone: on photo_blur_rgb_2k's backward data the graph API's first
+  # engine (eng2 k2=1 k3=0) ran for more than 148 s (H100, h100/2026-12-05-fused run 10).
   SUITE_JSON=${FFTCONV_SUITE_JSON:-$PWD/$BUILD/suite-resume.json}
-  # shellcheck disable=SC2086
-  limited suite "$BUILD/apps/fftconv-bench" --shapes data/shapes/suite.csv --pass fwd,dgrad,wgrad \
-    --verify --resume --progress --json "$SUITE_JSON" ${FFTCONV_SUITE_ARGS:-} \
-    >>"$OUT/suite.txt" 2>>"$OUT/suite-progress.txt" || status=1
+  find_rows=${FFTCONV_SUITE_FIND_ROWS-photo_blur_rgb_2k}
+  mkdir -p "$BUILD"
+  if [ -n "$find_rows" ]; then
+    { head -1 data/shapes/suite.csv; tail -n +2 data/shapes/suite.csv | grep -Ev "^($find_rows)," || true; } \
+      >"$BUILD/suite-graph.csv"
+    { head -1 data/shapes/suite.csv; tail -n +2 data/shapes/suite.csv | grep -E "^($find_rows)," || true; } \
+      >"$BUILD/suite-find.csv"
+  else
+    cp data/shapes/suite.csv "$BUILD/suite-graph.csv"
+    head -1 data/shapes/suite.csv >"$BUILD/suite-find.csv"
+  fi
+  for part in graph find; do
+    search=()
+    [ "$part" = find ] && search=(--cudnn-search find)
+    [ "$(wc -l <"$BUILD/suite-$part.csv")" -gt 1 ] || continue
+    # shellcheck disable=SC2086
+    limited suite "$BUILD/apps/fftconv-bench" --shapes "$BUILD/suite-$part.csv" --pass fwd,dgrad,wgrad \
+      --verify --resume --progress "${search[@]}" --json "$SUITE_JSON" ${FFTCONV_SUITE_ARGS:-} \
+      >>"$OUT/suite.txt" 2>>"$OUT/suite-progress.txt" || status=1
+  done
   [ -f "$SUITE_JSON" ] && cp "$SUITE_JSON" "$OUT/suite.json"
   grep -E "^resuming|out of tolerance" "$OUT/suite.txt" | tail -2
   tail -3 "$OUT/suite-progress.txt"
-  grep -Eq '"complete": ?true' "$OUT/suite.json" 2>/dev/null || echo "suite: not complete yet (run the step again)"
+  python3 - "$OUT/suite.json" data/shapes/suite.csv <<'PY' || echo "suite: no results yet"
+import csv, json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+want = 3 * sum(1 for _ in csv.DictReader(open(sys.argv[2])))
+done = len({(r["desc"], r["pass"]) for r in rows})
+print(f"suite: {done} of {want} row-passes measured" + ("" if done >= want else " (run the step again)"))
+PY
 fi
 if step dtypes; then
   # fp16 and bf16 against fp32, a row's dtypes timed in turn (--interleave: the same GPU state
