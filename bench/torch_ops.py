@@ -36,8 +36,10 @@ How it is timed (docs/benchmarking.md):
               queue, so the host never waits for the device), median over batches of batch
               time / calls; --host-calls calls in all, fewer where they would keep the device
               busy longer than --host-budget-s (the entry's host_calls says how many). Every
-              call on the same tensors, as a layer in a network's step loop and the C++
-              driver's host_us: fftconv's staged paths then replay a CUDA graph.
+              call on the same tensors, as a layer in a network's step loop: fftconv's staged
+              paths then replay a CUDA graph, as in the C++ driver's host_us (whose up to 32
+              input copies stay within a plan's 64 graph-replay slots). Files written before
+              2026-12-05 timed host_us as host_rotating_us is now.
   host_rotating_us  the same with every call on the next input copy: new pointers each call,
               where the staged paths enqueue their stages one by one.
   first_call_ms  the first call of a provider (plan creation, cuDNN's algorithm search).
@@ -485,7 +487,8 @@ def measure(torch, clock, runner, shape, pass_, providers, args):
                 fields["host_rotating_us"], _ = clock.host_us(
                     p, args.host_calls, args.host_budget_s, median_ms, rotate=True)
             except ERRORS as e:
-                print(f"  warning: {shape.name}/{pass_}/{shape.dtype}/{p.name}: no host time: "
+                print(f"  warning: {shape.name}/{pass_}/{shape.dtype}/{p.name}: host time "
+                      f"{'with new tensors ' if 'host_us' in fields else ''}not measured: "
                       f"{tb.failure_message(torch, e)}", file=sys.stderr)
         result[p.name] = fields
     return result

@@ -54,6 +54,7 @@ Json row_json(const Row& r) {
   j["cudnn_algo"] = r.cudnn_algo;
   j["cudnn_tf32_ms"] = number(r.cudnn_tf32_ms);
   j["cudnn_tf32_algo"] = r.cudnn_tf32_algo;
+  j["cudnn_search"] = r.cudnn_search;
   j["speedup"] = number(r.speedup);
   j["rel_err"] = number(r.rel_err);
   j["max_err"] = number(r.max_err);
@@ -265,6 +266,16 @@ Resumed read_resumed(const std::string& path, const Config& cfg) {
   same("warmup", cfg.warmup);
   same("graph", cfg.graph);
   same("interleave", cfg.interleave);
+  // (A file written before these were recorded is refused too. The cuDNN search may differ:
+  // each row says which search gave its baselines.)
+  same("algo", fftconv::algo_name(cfg.algo));
+  same("verify", cfg.verify);
+  same("cudnn", cfg.cudnn);
+  same("gemm", cfg.gemm);
+  same("gaussian", cfg.gaussian_sigma);
+  if (meta.contains("device") && !meta["device"].is_string()) {
+    throw std::runtime_error(path + ": its meta's device is not a string");
+  }
   out.device = meta.value("device", std::string());
   if (meta.contains("resumed") && meta["resumed"].is_array()) {
     for (const Json& m : meta["resumed"]) out.metas.push_back(dump(m));
@@ -272,13 +283,30 @@ Resumed read_resumed(const std::string& path, const Config& cfg) {
   Json own = meta;
   own.erase("resumed");
   out.metas.push_back(dump(own));
+  const auto flag = [&](const Json& row, const char* key, bool otherwise) {
+    if (!row.contains(key)) return otherwise;
+    if (!row[key].is_boolean()) {
+      throw std::runtime_error(path + " has a row whose " + key +
+                               " is not true or false: " + dump(row));
+    }
+    return row[key].get<bool>();
+  };
   for (const Json& row : doc["rows"]) {
-    if (!row.is_object() || !row.contains("desc") || !row.contains("pass")) {
-      throw std::runtime_error(path + " has a row without desc and pass: " + dump(row));
+    if (!row.is_object() || !row.contains("desc") || !row["desc"].is_string() ||
+        !row.contains("pass") || !row["pass"].is_string()) {
+      throw std::runtime_error(path + " has a row without desc and pass (strings): " + dump(row));
+    }
+    // A row that could not be measured (status "error: ...": out of memory, a failed plan) is
+    // dropped and run again; a measured one, in tolerance or not, is kept.
+    if (row.contains("status") && row["status"].is_string() &&
+        row["status"].get<std::string>().rfind("error", 0) == 0) {
+      ++out.dropped;
+      continue;
     }
     out.done.emplace(row["desc"].get<std::string>(), row["pass"].get<std::string>());
-    if (row.value("verified", false) && !row.value("within_tolerance", true))
+    if (flag(row, "verified", false) && !flag(row, "within_tolerance", true)) {
       ++out.out_of_tolerance;
+    }
     out.rows.push_back(dump(row));
   }
   return out;
@@ -307,6 +335,13 @@ void write_json(const std::string& path, const Config& cfg, const std::vector<Ro
   meta["interleave"] = cfg.interleave;
   meta["control"] = cfg.control;
   meta["placements"] = cfg.interleave ? cfg.placements : 1;
+  // What decides a row's numbers besides its shape: --resume refuses a file measured otherwise.
+  meta["algo"] = fftconv::algo_name(cfg.algo);
+  meta["verify"] = cfg.verify;
+  meta["cudnn"] = cfg.cudnn;
+  meta["gemm"] = cfg.gemm;
+  meta["gaussian"] = cfg.gaussian_sigma;
+  meta["cudnn_search"] = fftconv::cudnn_search_name(cfg.cudnn_search);
   meta["complete"] = complete;
   if (!resumed.metas.empty()) {
     meta["resumed"] = Json::array();

@@ -26,11 +26,14 @@ struct Resumed {
   std::set<std::pair<std::string, std::string>> done;  ///< the rows' (desc, pass)
   std::string device;                                  ///< the device they ran on
   int out_of_tolerance = 0;                            ///< rows verified and found out of tolerance
+  int dropped = 0;  ///< rows that could not be measured (status "error..."): run again
 };
 
-/// Reads `path` for --resume. A file that does not exist resumes nothing. Throws
-/// std::runtime_error for a file that is not such a results file, or one timed with other
-/// settings than cfg's (iters, warmup, graph, interleave), naming the difference.
+/// Reads `path` for --resume. A file that does not exist resumes nothing. Rows whose status
+/// starts with "error" are dropped (run again). Throws std::runtime_error for a file that is not
+/// such a results file, or one measured with other settings than cfg's (iters, warmup, graph,
+/// interleave, algo, verify, cudnn, gemm, gaussian; the cuDNN search may differ, each row names
+/// its own), naming the difference.
 Resumed read_resumed(const std::string& path, const Config& cfg);
 
 /// Writes the results as JSON ({"meta": {...}, "rows": [...]}, a row per line) to `path`, through

@@ -220,6 +220,7 @@ Row run_row(const ft::ShapeRow& shape, Pass pass, std::uint64_t seed, const Conf
     o.pass = pass;
     o.algo = Algo::kCudnn;
     o.cudnn_search = cfg.cudnn_search;
+    r.cudnn_search = fftconv::cudnn_search_name(cfg.cudnn_search);
     try {
       const Timed t = time_plan(d, o, in, cfg, stream);
       r.cudnn_ms = t.ms;

@@ -28,6 +28,7 @@ struct Row {
   double cold_ms = NAN;  ///< one call alone, L2 flushed, host launch included (Timed::cold_ms)
   double cudnn_ms = NAN, cudnn_tf32_ms = NAN, speedup = NAN;
   std::string cudnn_algo, cudnn_tf32_algo;
+  std::string cudnn_search;  ///< how the cuDNN columns' algorithms were searched
   double rel_err = NAN, max_err = NAN;
   double kept_ms = NAN, kept_rel_err = NAN;  // fwd/dgrad with the filter spectrum kept (set_filter)
   double kept_cold_ms = NAN, kept_host_us = NAN;  // the kept filter's cold and host times
