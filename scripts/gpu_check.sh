@@ -268,7 +268,9 @@ if step suite; then
   # rest; --progress leaves in suite-progress.txt the part a stopped row-pass was in.
   # The rows FFTCONV_SUITE_FIND_ROWS names (a regex, default photo_blur_rgb_2k) take their cuDNN
   # baselines from cudnnFind alone: on photo_blur_rgb_2k's backward data the graph API's first
-  # engine (eng2 k2=1 k3=0) ran about 147 s without returning (H100, h100/2026-12-05-fused run 10).
+  # engine (eng2 k2=1 k3=0) ran about 147 s without returning (H100, h100/2026-12-05-fused run 10;
+  # the cuDNN path now leaves the graph API out of that pass there), and its backward filter's
+  # engines have not been run on that plane.
   SUITE_JSON=${FFTCONV_SUITE_JSON:-$PWD/$BUILD/suite-resume.json}
   find_rows=${FFTCONV_SUITE_FIND_ROWS-photo_blur_rgb_2k}
   mkdir -p "$BUILD"

@@ -226,6 +226,21 @@ TEST(CudnnRules, LeftOutAlgorithmsFollowTheirMeasurements) {
   edge.s = 31;
   EXPECT_FALSE(cudnn_algo_known_slow(edge, Pass::kBackwardData, algo1));
 
+  // The graph API's search on the same shapes: its first engine ran minutes on the photo's
+  // backward data (H100). Its forward pass and backward filter and every other row keep it.
+  EXPECT_TRUE(cudnn_graph_known_slow(photo, Pass::kBackwardData));
+  EXPECT_TRUE(cudnn_graph_known_slow(row(large, "large_4k_r63"), Pass::kBackwardData));
+  EXPECT_FALSE(cudnn_graph_known_slow(photo, Pass::kForward));
+  EXPECT_FALSE(cudnn_graph_known_slow(photo, Pass::kBackwardFilter));
+  for (const auto& r : rows) {
+    if (r.name != "photo_blur_rgb_2k") {
+      EXPECT_FALSE(cudnn_graph_known_slow(r.desc, Pass::kBackwardData)) << r.name;
+    }
+  }
+  EXPECT_FALSE(cudnn_graph_known_slow(edge, Pass::kBackwardData));  // 31 columns of taps
+  edge.s = 32;
+  EXPECT_TRUE(cudnn_graph_known_slow(edge, Pass::kBackwardData));
+
   // Backward filter ALGO_1 on long reductions (n * out_h * out_w terms per weight): max error
   // 1.2e-5 on seed1_grouped3x3_f32 (65536 terms); Auto leaves it out from 16384.
   const int wgrad1 = kCudnnBwdFilterAlgo1;

@@ -28,6 +28,14 @@ constexpr int kCudnnBwdFilterAlgo1 = 1;
 /// heuristic pick hung for minutes. `algo` is cuDNN's number for the pass.
 bool cudnn_algo_known_slow(const ConvDesc& d, Pass pass, int algo);
 
+/// True where the graph API's search is left out (CudnnSearch::kAuto and kGraph then plan with
+/// the legacy API alone, and describe() says so): the shapes of cudnn_algo_known_slow, backward
+/// data on planes of 1024x1024 and more with filters of 32x32 and more. On photo_blur_rgb_2k the
+/// graph API's first engine configuration (heuristics mode A's first, eng2 k2=1 k3=0) ran about
+/// 147 s in one run without returning (H100, cuDNN 9.14), which the search's budget, checked
+/// between runs, cannot stop.
+bool cudnn_graph_known_slow(const ConvDesc& d, Pass pass);
+
 /// True for an algorithm Auto leaves out in strict fp32 (it holds the fp32 bound; the explicit
 /// cuDNN path, the baseline, keeps it): backward filter ALGO_1 where a weight sums 16384 terms or
 /// more (n * out_h * out_w). It sums in an order that loses accuracy on long reductions: max error

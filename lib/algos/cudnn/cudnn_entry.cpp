@@ -34,9 +34,12 @@ Support cudnn_can_implement(const ConvDesc& d, const Options& o) {
   return Support::yes();
 }
 
+bool cudnn_graph_known_slow(const ConvDesc& d, Pass pass) {
+  return pass == Pass::kBackwardData && d.h * d.w >= (std::int64_t(1) << 20) && d.r * d.s >= 1024;
+}
+
 bool cudnn_algo_known_slow(const ConvDesc& d, Pass pass, int algo) {
-  return pass == Pass::kBackwardData && algo == kCudnnBwdDataAlgo1 &&
-         d.h * d.w >= (std::int64_t(1) << 20) && d.r * d.s >= 1024;
+  return algo == kCudnnBwdDataAlgo1 && cudnn_graph_known_slow(d, pass);
 }
 
 bool cudnn_algo_inaccurate_fp32(const ConvDesc& d, Pass pass, int algo) {
