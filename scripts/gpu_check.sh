@@ -595,7 +595,7 @@ fi
 if step ab; then
   # Two builds of the bench driver timed against each other: this build ($BUILD, step build)
   # and $BUILD-ab configured with FFTCONV_AB_DEFINES added to the C++ and CUDA flags (e.g.
-  # "-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=64"), on FFTCONV_AB_ROWS (a regex of suite.csv's row names;
+  # "-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=32"), on FFTCONV_AB_ROWS (a regex of suite.csv's row names;
   # default the small-plane rows) with FFTCONV_AB_ARGS (default "--pass wgrad --algo fft_fused"),
   # in turns A B A B (two processes a side: the spread between turns of one side is the noise):
   # ab-<turn>-<side>.txt and .json.

@@ -78,7 +78,7 @@ double choice_us(const ConvDesc& d, const Options& o, const FusedChoice& c) {
   if (o.pass == Pass::kBackwardFilter) {
     FusedTiling t;
     const FusedWgradArgs w = wgrad_args(d, o, c, &t);
-    return estimate_fused_wgrad_us(d, c.size, w.slots(), w.per_chunk, w.chunks);
+    return estimate_fused_wgrad_us(d, c.size, w.pairs(), w.per_chunk, w.chunks);
   }
   return estimate_fused_us(d, c.size, o.pass, c.tiles_h * c.tiles_w);
 }

@@ -309,9 +309,13 @@ constexpr std::size_t smem_bytes() {
 // shared memory.
 template <int F>
 constexpr std::size_t wgrad_smem_bytes() {
-  return smem_bytes<F>() + (F <= kFusedWgradSmemMaxF
-                                ? sizeof(float2) * kPlanes<F> * 2 * Layout<F>::kSpecSize
-                                : 0);
+  constexpr std::size_t bytes = fused_wgrad_block_smem(F);
+  static_assert(bytes == smem_bytes<F>() + (fused_wgrad_scratch_in_smem(F)
+                                                ? sizeof(float2) * kPlanes<F> * 2 *
+                                                      Layout<F>::kSpecSize
+                                                : 0),
+                "the planner's count of the block's shared memory is the kernel's layout");
+  return bytes;
 }
 
 template <int F>

@@ -199,14 +199,14 @@ FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dty
                                       FusedTiling* tiling);
 
 /// Whether the backward filter's slots keep their two scratch spectra in shared memory (FFT
-/// sizes up to 32: three planes' worth a slot still leaves an SM its four blocks) rather than
-/// in the workspace, whose round trips through L2 are most of what a 64x64 or 128x128 image
-/// costs beyond its transforms. A build may move the bound up to 64
-/// (-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=64 in both CMAKE_CXX_FLAGS and CMAKE_CUDA_FLAGS: fewer
-/// blocks an SM, no round trips; scripts/gpu_check.sh's step `ab` times such builds against
-/// the default).
+/// sizes up to 64) rather than in the workspace, whose round trips through L2 are most of what
+/// an image costs beyond its transforms. At 64 a block's two planes then take 99 KB, and an SM
+/// holds two blocks instead of four: slak_dw51_28's backward filter ran 0.181 ms against 0.200
+/// (H100, data/results/h100/2026-12-05-wgrad/RUNS.md, run 3). A build may move the bound down to
+/// 32 (-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=32 in both CMAKE_CXX_FLAGS and CMAKE_CUDA_FLAGS;
+/// scripts/gpu_check.sh's step `ab` times such builds against the default).
 #ifndef FFTCONV_FUSED_WGRAD_SMEM_MAX_F
-#define FFTCONV_FUSED_WGRAD_SMEM_MAX_F 32
+#define FFTCONV_FUSED_WGRAD_SMEM_MAX_F 64
 #endif
 constexpr int kFusedWgradSmemMaxF = FFTCONV_FUSED_WGRAD_SMEM_MAX_F;
 static_assert(kFusedWgradSmemMaxF <= 64, "three spectra a plane of 72 and up exceed an SM");
@@ -263,6 +263,23 @@ constexpr int fused_min_blocks(int size) {
     case 128: return 3;
     default: return 4;
   }
+}
+
+/// Shared memory of a backward-filter block at FFT size F: each plane's buffer (F rows of
+/// F/2 + 1 complex values) and, where they are kept there, its two scratch spectra.
+constexpr std::size_t fused_wgrad_block_smem(int size) {
+  const std::size_t spectrum = std::size_t(size) * (size / 2 + 1) * 8;
+  return std::size_t(fused_planes_per_block(size)) *
+         (spectrum + (fused_wgrad_scratch_in_smem(size) ? 2 * spectrum : 0));
+}
+
+/// Backward-filter blocks an SM holds: the kernels' launch bound (fused_min_blocks), fewer where
+/// their shared memory does not fit that many in an sm_90 SM (228 KB, 1 KB of it reserved per
+/// block): two at 64 with the scratch spectra there.
+constexpr int fused_wgrad_blocks_per_sm(int size) {
+  constexpr std::size_t kSmemPerSm = 228 * 1024, kReservedPerBlock = 1024;
+  const std::size_t fit = kSmemPerSm / (fused_wgrad_block_smem(size) + kReservedPerBlock);
+  return fit < std::size_t(fused_min_blocks(size)) ? static_cast<int>(fit) : fused_min_blocks(size);
 }
 
 /// Bytes of the factors of k filters at FFT size F.

@@ -239,25 +239,32 @@ double estimate_fused_us(const ConvDesc& d, int size, Pass pass, int tiles) {
   return std::max(conv, io / kStreamBytesPerUs) + filter + 2 * kLaunchUs;
 }
 
-double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t slots, int per_chunk,
+double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t pairs, int per_chunk,
                                int chunks) {
   // An image costs a slot a convolution plane's transforms (two forward ones instead of a
   // forward and an inverse) and the round trips of its two scratch spectra through L2: 1.5 to
   // 1.75 planes as measured on the H200 (data/results/h200/2026-12-04-wgrad/RUNS.md, run 2:
   // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179); with the
-  // spectra in shared memory (sizes up to 32) 1.3 (run 5: replknet_dw31_14 0.087 ms); the
-  // inverse at the end half a plane. Slots too few to fill the SMs take 1.7 times their share
+  // spectra in shared memory 1.3 at 32 (run 5: replknet_dw31_14 0.087 ms) and 1.45 at 64
+  // (slak_dw51_28 10% faster than with them in L2, H100, h100/2026-12-05-wgrad run 3); the
+  // inverse at the end half a plane. The slots' work is summed as they hold it (a channel's last
+  // slice may be short). Slots too few to fill the SMs take 1.7 times their share
   // (the H200, 128x128: seed3_landmark_same's one slot 0.033 ms, landmark_batch64's 64 slots of
   // one image each 0.038-0.039, 2026-12-04-wgrad runs 2-5; the H100 0.033 and 0.039): costed as
   // the convolution kernel's lone block (2x), their estimate exceeded the staged FFT's on
   // landmark_batch64, which took 0.050 ms.
-  const double kImageWork = fused_wgrad_scratch_in_smem(size) ? 1.3 : 1.6;
+  const double kImageWork = !fused_wgrad_scratch_in_smem(size) ? 1.6 : size <= 32 ? 1.3 : 1.45;
   constexpr double kInverseWork = 0.5;
   constexpr double kLoneSlotFactor = 1.7;
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems()) * esize;
-  const double work = double(per_chunk) * kImageWork + kInverseWork;
-  const double slots_us = fused_kernel_us(double(slots), size, work, kLoneSlotFactor);
+  const double slots = double(d.c) * chunks;
+  const double per_plane = fused_plane_sm_us(size);
+  const double longest = double(per_chunk) * kImageWork + kInverseWork;
+  const double alone =
+      kLoneSlotFactor * longest * per_plane * std::min(slots, double(fused_planes_per_block(size)));
+  const double total = double(d.c) * double(pairs) * kImageWork + slots * kInverseWork;
+  const double slots_us = std::max(alone, total * per_plane / kSmCount);
   double sum_us = 0.0;
   if (chunks > 1) {
     sum_us = double(chunks + 1) * double(d.w_elems()) * 4.0 / kStreamBytesPerUs + kLaunchUs;

@@ -22,10 +22,10 @@ double estimate_fft_us(const ConvDesc& d, const FftGeometry& g, Pass pass = Pass
 /// size x size, `tiles` transforms a plane (FusedTiling): its kernel bound by the instructions of
 /// its in-register DFTs, and with a per-call filter the kernel that transforms the filters.
 double estimate_fused_us(const ConvDesc& d, int size, Pass pass = Pass::kForward, int tiles = 1);
-/// The fused path's backward filter: `slots` slots of F threads (a channel and a slice of
-/// `per_chunk` images each: two forward transforms and a product an image, one inverse at the
-/// end), and with chunks > 1 the kernel that sums the slices' windows.
-double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t slots, int per_chunk,
+/// The fused path's backward filter: d.c x chunks slots of F threads (a channel and a slice of
+/// up to `per_chunk` of its `pairs` pairs each: two forward transforms and a product a pair,
+/// one inverse at the end), and with chunks > 1 the kernel that sums the slices' windows.
+double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t pairs, int per_chunk,
                                int chunks);
 /// Estimated device time, in microseconds, of the separable path (Algo::kSeparable) on geometry
 /// `g` (lib/separable/separable_conv.h) with planes of rank `rank`: its one kernel bound by the

@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fused/fused_conv.h"
@@ -479,6 +480,34 @@ TEST(FusedProgram, BackwardFilterSizes) {
   EXPECT_EQ(size("n1c3h14w14k3r31s31p15x15u1x1d1x1g3f32"), 32);
   EXPECT_EQ(size("n1c2h56w56k2r31s31p15x15u1x1d1x1g2f32"), 72);
   EXPECT_EQ(size("n1c1h200w200k1r9s9p4x4u1x1d1x1g1f32"), -1);
+}
+
+// The backward filter's slices of a channel's images: the blocks an SM holds, and the suite's
+// depthwise rows as 132 SMs slice them (one round of slots).
+TEST(FusedProgram, BackwardFilterSlices) {
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(128), 3);
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(96), 4);
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(72), 2);
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(32), 4);
+  // Two planes of 64x64 with their scratch spectra take 99 KB: two blocks an SM.
+  const bool smem64 = detail::fused_wgrad_scratch_in_smem(64);
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(64), smem64 ? 2 : 4);
+  const auto slices = [](const char* s) {
+    const ConvDesc d = ConvDesc::parse(s);
+    const detail::FusedWgradArgs a =
+        detail::fused_wgrad_args(d, detail::fused_wgrad_size(d), DType::kF32, 132);
+    return std::make_pair(a.chunks, a.per_chunk);
+  };
+  // landmark_heatmaps_dw68 (128x128, 396 slots): five slices of 7, the last of 4.
+  EXPECT_EQ(slices("n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32"), std::make_pair(5, 7));
+  // replknet_dw31_56 (72x72, four planes a block, two blocks an SM: 1056 slots): eight of 4.
+  EXPECT_EQ(slices("n32c128h56w56k128r31s31p15x15u1x1d1x1g128f32"), std::make_pair(8, 4));
+  // slak_dw51_28 (64x64, two planes a block: 528 slots with the scratch in shared memory,
+  // 1056 without): two slices of 16, or four of 8.
+  EXPECT_EQ(slices("n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32"),
+            smem64 ? std::make_pair(2, 16) : std::make_pair(4, 8));
+  // One image alone: one slot.
+  EXPECT_EQ(slices("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), std::make_pair(1, 1));
 }
 
 // The backward filter in tiles: random descriptors (padding, stride, dilation, rectangular
