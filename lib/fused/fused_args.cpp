@@ -58,7 +58,7 @@ std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 // within one round of the SMs (fused_wgrad_blocks_per_sm blocks each). More slots, in a second
 // round that starts as the short last slices end, were slower where the scratch spectra live in
 // the workspace: landmark_heatmaps_dw68's six slices of 6 against five of 7 took 0.323 ms
-// against 0.315 (H100, data/results/h100/2026-12-05-wgrad/RUNS.md, run 1), their 55 MB of
+// against 0.315 (H100, data/results/h100/2026-12-05-wgrad/RUNS.md, run 2), their 55 MB of
 // scratch against 46 MB in an L2 of 50.
 void slice_pairs(FusedWgradArgs& a, int sms) {
   const std::int64_t capacity = std::int64_t(std::max(sms, 1)) * fused_wgrad_blocks_per_sm(a.size) *
