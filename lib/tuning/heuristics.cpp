@@ -253,7 +253,14 @@ double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t pairs, 
   // one image each 0.038-0.039, 2026-12-04-wgrad runs 2-5; the H100 0.033 and 0.039): costed as
   // the convolution kernel's lone block (2x), their estimate exceeded the staged FFT's on
   // landmark_batch64, which took 0.050 ms.
-  const double kImageWork = !fused_wgrad_scratch_in_smem(size) ? 1.6 : size <= 32 ? 1.3 : 1.45;
+  // 16-bit data: the kernel stages x and dy a row at a time (each load waits for the one before:
+  // its conversion sits in the same branch), 3.45 times the fp32 kernel's time on the 64
+  // heatmaps (0.111 ms against 0.032, H100, data/results/h100/2026-12-05-wgrad/RUNS.md, run 4,
+  // where the staged FFT took 0.051).
+  const double kHalfStaging = dtype_size(d.dtype) == 2 ? 3.45 : 1.0;
+  const double kImageWork = kHalfStaging * (!fused_wgrad_scratch_in_smem(size) ? 1.6
+                                            : size <= 32                       ? 1.3
+                                                                               : 1.45);
   constexpr double kInverseWork = 0.5;
   constexpr double kLoneSlotFactor = 1.7;
   const double esize = double(dtype_size(d.dtype));

@@ -275,6 +275,21 @@ TEST(Fused, AutoFollowsTheMeasuredWinnerForTheBackwardFilter) {
   EXPECT_EQ(order, (std::vector<Algo>{Algo::kFft, Algo::kFftFused}));
 }
 
+// 16-bit data: the fused backward filter stages its planes a row at a time; on the 64 heatmaps
+// in fp16 it took 0.111 ms against the staged FFT's 0.051, where in fp32 it took 0.032 (H100,
+// data/results/h100/2026-12-05-wgrad/RUNS.md, run 4).
+TEST(Fused, AutoLeavesTheHalfHeatmapsBackwardFilterToTheStagedFft) {
+  Options o;
+  o.backend = Backend::kGpu;
+  o.pass = Pass::kBackwardFilter;
+  EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), o),
+            Algo::kFftFused);
+  for (const char* s :
+       {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f16", "n64c1h96w96k1r45s45p22x22u1x1d1x1g1bf16"}) {
+    EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFft) << s;
+  }
+}
+
 // By estimate, not yet measured: replknet_dw31_56 ran its backward filter staged (0.369 against
 // 0.419 ms for the fused path at 128x128, 2026-12-04-wgrad run 2); its plane now takes 72x72,
 // about a third of that work, and Auto the fused path for every pass.
