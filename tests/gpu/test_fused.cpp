@@ -3,7 +3,10 @@
 // rectangular kernels, odd plane counts; the backward filter with alpha, beta and fp32 dw),
 // every covered FFT size, kept filters and CUDA graph capture.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "fused/fused_conv.h"
@@ -48,6 +51,7 @@ void sweep(Pass pass, DType dtype, int cases, std::uint64_t seed) {
   o.pass = pass;
   int failures = 0;
   double worst = 0.0;
+  std::map<std::int64_t, int> per_size;  // cases per FFT size the plans ran
   for (int i = 0; i < cases; ++i) {
     const ConvDesc d = random_fused_desc(gen, dtype, pass == Pass::kBackwardFilter);
     const std::uint64_t case_seed = seed * 1000 + i;
@@ -61,6 +65,7 @@ void sweep(Pass pass, DType dtype, int cases, std::uint64_t seed) {
         err = r.err;
         plan = r.describe;
         EXPECT_EQ(r.info.algo, Algo::kFftFused) << plan;
+        ++per_size[r.info.fft_h];
       } else if (pass == Pass::kBackwardFilter) {
         // Every third case accumulates (alpha, beta), every other half-precision one writes an
         // fp32 dw.
@@ -74,12 +79,14 @@ void sweep(Pass pass, DType dtype, int cases, std::uint64_t seed) {
         err = r.err;
         plan = r.describe;
         EXPECT_EQ(r.info.algo, Algo::kFftFused) << plan;
+        ++per_size[r.info.fft_h];
       } else {
         const BwdProblem p(d, case_seed);
         const BwdResult r = run_dgrad(p, o, keep);
         err = r.err;
         plan = r.describe;
         EXPECT_EQ(r.info.algo, Algo::kFftFused) << plan;
+        ++per_size[r.info.fft_h];
       }
       worst = std::max(worst, err.rel_l2);
       if (!err.pass(testing::tolerance(dtype))) {
@@ -92,8 +99,14 @@ void sweep(Pass pass, DType dtype, int cases, std::uint64_t seed) {
       ADD_FAILURE() << pass_name(pass) << " " << d.to_string() << ": " << e.what();
     }
   }
-  std::printf("[ sweep    ] %s %s fft_fused: %d cases, %d failures, worst rel_l2 %.3e\n",
-              pass_name(pass), dtype_name(dtype), cases, failures, worst);
+  std::string sizes;
+  for (const auto& [size, count] : per_size) {
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(size) + ": " + std::to_string(count);
+  }
+  std::printf(
+      "[ sweep    ] %s %s fft_fused: %d cases (per size F: %s), %d failures, worst "
+      "rel_l2 %.3e\n",
+      pass_name(pass), dtype_name(dtype), cases, sizes.c_str(), failures, worst);
   EXPECT_EQ(failures, 0);
 }
 
