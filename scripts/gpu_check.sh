@@ -496,6 +496,19 @@ if step direct; then
       >"$OUT/direct-$algo.txt" 2>&1 || status=1
     cat "$OUT/direct-$algo.txt"
   done
+  # The backward filter's two layouts on the same rows, in turns taps rows taps rows (the rows
+  # layout is taken only where FFTCONV_DIRECT_WGRAD=rows; lib/direct/direct_conv.h).
+  for turn in 1 2; do
+    for layout in taps rows; do
+      # shellcheck disable=SC2086
+      limited direct env FFTCONV_DIRECT_WGRAD="$layout" "$BUILD/apps/fftconv-bench" \
+        --shapes "$direct_rows" --algo direct --pass wgrad --verify --no-cudnn \
+        --json "$OUT/direct-wgrad-$turn-$layout.json" ${FFTCONV_DIRECT_ARGS:-} \
+        >"$OUT/direct-wgrad-$turn-$layout.txt" 2>&1 || status=1
+      echo "== backward filter, $layout layout, turn $turn"
+      cat "$OUT/direct-wgrad-$turn-$layout.txt"
+    done
+  done
 fi
 if step parity; then
   # Auto against F.conv2d on the suite and the small kernels (issue: Auto never loses).

@@ -25,6 +25,15 @@ std::string geometry_text(const DirectGeometry& g) {
 }
 
 std::string wgrad_text(const DirectWgradGeometry& g) {
+  if (g.rows) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "rows: blocks of %d filter rows x %d runs of %d taps, tiles of %d columns, "
+                  "%d part%s of %d output rows",
+                  g.rows_b, g.groups_s, direct::kWgradTaps, g.tile_q, g.parts,
+                  g.parts > 1 ? "s" : "", g.rows_per_part);
+    return buf;
+  }
   return "blocks of " + std::to_string(direct::kWgradTaps) + " taps, " +
          std::to_string(direct::kThreads) + " threads summing over " +
          std::to_string(std::int64_t(g.n) * g.out_h * g.out_w) + " positions";
@@ -38,13 +47,18 @@ class DirectAlgo final : public ConvAlgo {
   }
   // Backward filter, dw in `out_dtype`.
   DirectAlgo(const ConvDesc& d, const DirectWgradGeometry& g, DType out_dtype)
-      : d_(d), pass_(Pass::kBackwardFilter), wg_(g), out_dtype_(out_dtype) {}
+      : d_(d), pass_(Pass::kBackwardFilter), wg_(g), out_dtype_(out_dtype) {
+    if (wg_.rows) prepare_direct_wgrad();
+  }
 
-  std::size_t workspace_size() const override { return 0; }
+  std::size_t workspace_size() const override {
+    return pass_ == Pass::kBackwardFilter ? wg_.partial_bytes() : 0;
+  }
 
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
     if (pass_ == Pass::kBackwardFilter) {
-      launch_direct_wgrad(wg_, a.x, a.dy, a.out, a.alpha, a.beta, d_.dtype, out_dtype_, stream);
+      launch_direct_wgrad(wg_, a.x, a.dy, a.out, static_cast<float*>(a.workspace), a.alpha, a.beta,
+                          d_.dtype, out_dtype_, stream);
     } else {
       DirectArgs args;
       args.w = a.w ? a.w : kept_.use(stream);
@@ -58,7 +72,7 @@ class DirectAlgo final : public ConvAlgo {
 
   void fill_info(PlanInfo& info) const override {
     info.algo = Algo::kDirect;
-    info.workspace_bytes = 0;
+    info.workspace_bytes = workspace_size();
     info.reason = pass_ == Pass::kBackwardFilter ? wgrad_text(wg_) : geometry_text(g_);
   }
 
@@ -93,8 +107,9 @@ class DirectFactory final : public AlgoFactory {
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
     if (o.pass == Pass::kBackwardFilter) {
-      if (detail) *detail = "filter taps";
-      return estimate_direct_wgrad_us(d, direct_wgrad_geometry(d), current_sm_count());
+      const DirectWgradGeometry g = choose_direct_wgrad_geometry(d, current_sm_count());
+      if (detail) *detail = g.rows ? "filter rows" : "filter taps";
+      return estimate_direct_wgrad_us(d, g, current_sm_count());
     }
     const DirectGeometry g = choose_direct_geometry(d, o.pass, current_sm_count());
     if (detail) *detail = std::to_string(g.tile_h) + "x" + std::to_string(g.tile_w) + " tiles";
@@ -103,7 +118,7 @@ class DirectFactory final : public AlgoFactory {
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     if (o.pass == Pass::kBackwardFilter) {
-      const DirectWgradGeometry g = direct_wgrad_geometry(d);
+      const DirectWgradGeometry g = choose_direct_wgrad_geometry(d, current_sm_count());
       if (reason) *reason = wgrad_text(g);
       return std::make_unique<DirectAlgo>(d, g, o.dw_fp32 ? DType::kF32 : d.dtype);
     }

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/check.h"
+#include "core/launch.cuh"
 #include "direct/direct_program.cuh"
 #include "stages/dtype_convert.cuh"
+#include "stages/partial_sum.h"
 
 namespace fftconv::detail {
 
@@ -74,11 +78,80 @@ __global__ void __launch_bounds__(direct::kThreads)
   direct::store_wgrad(geo, b, tid, smem, WgradSink<O>{dw, alpha, beta});
 }
 
+// The rows layout's sums: to dw where a plane has one part, else to the part's partial.
+template <typename O>
+struct RowsSink {
+  O* dw;
+  float* partial;
+  std::int64_t elems;
+  int parts;
+  float alpha, beta;
+  __device__ void operator()(int part, std::int64_t e, float v) const {
+    if (parts > 1) {
+      partial[part * elems + e] = v;
+    } else {
+      dw[e] = from_float<O>(beta == 0.0f ? alpha * v : alpha * v + beta * to_float(dw[e]));
+    }
+  }
+};
+
+template <typename T, typename O>
+__global__ void __launch_bounds__(direct::kThreads)
+    direct_wgrad_rows_kernel(DirectWgradGeometry geo, const T* __restrict__ x,
+                             const T* __restrict__ dy, O* __restrict__ dw, float* partial,
+                             float alpha, float beta) {
+  extern __shared__ float4 smem4[];  // 16-byte aligned for accumulate_rows' quads
+  float* smem = reinterpret_cast<float*>(smem4);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the partial sum may queue
+#endif
+  const direct::RowsBlock b = direct::rows_block_of(geo, blockIdx.x);
+  const int tid = threadIdx.x;
+  float acc[direct::kWgradTaps] = {};
+  for (std::int64_t rid = b.row_begin; rid < b.row_end; ++rid) {
+    float row[direct::kWgradTaps] = {};  // a row's sums first (direct::add_row)
+    for (int q0 = 0; q0 < geo.out_w; q0 += geo.tile_q) {
+      direct::stage_step(geo, b, rid, q0, tid, static_cast<int>(blockDim.x), smem,
+                         DeviceSource<T>{x}, DeviceSource<T>{dy});
+      __syncthreads();
+      direct::accumulate_rows(geo, b, tid, smem, row);
+      __syncthreads();
+    }
+    direct::add_row(acc, row);
+  }
+  direct::store_rows(geo, b, tid, acc,
+                     RowsSink<O>{dw, partial, geo.w_elems(), geo.parts, alpha, beta});
+}
+
 template <typename T, typename O>
 void launch_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
-                  float alpha, float beta, cudaStream_t stream) {
-  direct_wgrad_kernel<T, O><<<static_cast<unsigned>(g.blocks()), direct::kThreads, 0, stream>>>(
-      g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<O*>(dw), alpha, beta);
+                  float* partial, float alpha, float beta, DType out_dtype,
+                  cudaStream_t stream) {
+  if (!g.rows) {
+    direct_wgrad_kernel<T, O><<<static_cast<unsigned>(g.blocks()), direct::kThreads, 0, stream>>>(
+        g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<O*>(dw), alpha, beta);
+    return;
+  }
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(g.smem_floats());
+  direct_wgrad_rows_kernel<T, O><<<static_cast<unsigned>(g.blocks()), g.threads, smem, stream>>>(
+      g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<O*>(dw), partial, alpha,
+      beta);
+  if (g.parts > 1) {
+    FFTCONV_CHECK_LAUNCH();
+    // The partial sum waits for the rows kernel as its programmatic dependent where the device
+    // and this build run those (decided once a process).
+    static const bool dependent = can_launch_dependent(
+        reinterpret_cast<const void*>(direct_wgrad_rows_kernel<float, float>));
+    launch_partial_sum(partial, g.parts, g.w_elems(), dw, out_dtype, alpha, beta, stream,
+                       dependent);
+  }
+}
+
+template <typename T, typename O>
+void set_rows_smem() {
+  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(direct_wgrad_rows_kernel<T, O>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(direct::kRowsMaxSmemBytes)));
 }
 
 template <typename T>
@@ -222,6 +295,51 @@ DirectWgradGeometry direct_wgrad_geometry(const ConvDesc& d) {
   return g;
 }
 
+DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
+                                               int min_threads) {
+  const DirectWgradGeometry taps = direct_wgrad_geometry(d);
+  DirectWgradGeometry g = taps;
+  constexpr int kRun = direct::kWgradTaps;
+  g.groups_s = (g.s + kRun - 1) / kRun;
+  if (g.groups_s > direct::kThreads) return taps;
+  g.r_blocks = (g.r + direct::kThreads / g.groups_s - 1) / (direct::kThreads / g.groups_s);
+  g.rows_b = (g.r + g.r_blocks - 1) / g.r_blocks;
+  if (g.rows_b * g.groups_s < min_threads) return taps;
+  g.threads = (g.rows_b * g.groups_s + 31) / 32 * 32;
+  // The columns a run of taps reads over a tile, one more (the unit-stride loads read a quad
+  // past the run's last), in whole quads.
+  const auto pitch_of = [&](int tile_q) {
+    const std::int64_t span =
+        std::int64_t(tile_q - 1) * g.stride_w + std::int64_t(g.groups_s * kRun - 1) * g.dil_w + 2;
+    return (span + 3) / 4 * 4;
+  };
+  int tile_q = std::min((g.out_w + kRun - 1) / kRun * kRun, direct::kRowsMaxTileQ);
+  const auto fits = [&](int tq) {
+    return 4.0 * (double(g.rows_b) * double(pitch_of(tq)) + tq) <=
+           double(direct::kRowsMaxSmemBytes);
+  };
+  while (tile_q > kRun && !fits(tile_q)) tile_q -= kRun;
+  if (!fits(tile_q)) return taps;
+  g.tile_q = tile_q;
+  g.q_tiles = (g.out_w + tile_q - 1) / tile_q;
+  g.pitch = static_cast<int>(pitch_of(tile_q));
+  // Parts along the output rows until the grid gives every SM kRowsBlocksPerSm blocks.
+  const std::int64_t rows_total = std::int64_t(g.n) * g.out_h;
+  const std::int64_t base = std::int64_t(g.k) * g.cg * g.r_blocks;
+  const std::int64_t want = std::int64_t(std::max(sm_count, 1)) * direct::kRowsBlocksPerSm;
+  const std::int64_t parts = std::clamp<std::int64_t>((want + base - 1) / base, 1, rows_total);
+  g.rows_per_part = static_cast<int>((rows_total + parts - 1) / parts);
+  g.parts = static_cast<int>((rows_total + g.rows_per_part - 1) / g.rows_per_part);
+  g.rows = true;
+  return g;
+}
+
+DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count) {
+  const char* layout = std::getenv("FFTCONV_DIRECT_WGRAD");
+  const bool rows = layout != nullptr && std::strcmp(layout, "rows") == 0;
+  return rows ? direct_wgrad_rows_geometry(d, sm_count) : direct_wgrad_geometry(d);
+}
+
 void prepare_direct(DType dtype) {
   static_assert(direct::kThreads == 256 && direct::kTileH == 8 && direct::kStrip == 4,
                 "lane_of's warp layout: 8 tile rows by 4 parts a warp");
@@ -253,26 +371,37 @@ void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cu
   FFTCONV_CHECK_LAUNCH();
 }
 
+void prepare_direct_wgrad() {
+  set_rows_smem<float, float>();
+  set_rows_smem<__half, float>();
+  set_rows_smem<__half, __half>();
+  set_rows_smem<__nv_bfloat16, float>();
+  set_rows_smem<__nv_bfloat16, __nv_bfloat16>();
+}
+
 void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
-                         float alpha, float beta, DType dtype, DType out_dtype,
+                         float* partial, float alpha, float beta, DType dtype, DType out_dtype,
                          cudaStream_t stream) {
   const bool f32_out = out_dtype == DType::kF32;
+  const auto run = [&](auto t, auto o) {
+    launch_wgrad<decltype(t), decltype(o)>(g, x, dy, dw, partial, alpha, beta, out_dtype, stream);
+  };
   switch (dtype) {
     case DType::kF32:
-      launch_wgrad<float, float>(g, x, dy, dw, alpha, beta, stream);
+      run(float{}, float{});
       break;
     case DType::kF16:
       if (f32_out) {
-        launch_wgrad<__half, float>(g, x, dy, dw, alpha, beta, stream);
+        run(__half{}, float{});
       } else {
-        launch_wgrad<__half, __half>(g, x, dy, dw, alpha, beta, stream);
+        run(__half{}, __half{});
       }
       break;
     case DType::kBF16:
       if (f32_out) {
-        launch_wgrad<__nv_bfloat16, float>(g, x, dy, dw, alpha, beta, stream);
+        run(__nv_bfloat16{}, float{});
       } else {
-        launch_wgrad<__nv_bfloat16, __nv_bfloat16>(g, x, dy, dw, alpha, beta, stream);
+        run(__nv_bfloat16{}, __nv_bfloat16{});
       }
       break;
   }

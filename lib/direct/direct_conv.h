@@ -75,26 +75,73 @@ Support direct_support(const ConvDesc& d, Pass pass);
 /// The geometry of `pass` on `d` with tiles of width `tile_w` (one of direct::kTileWidths).
 DirectGeometry direct_geometry(const ConvDesc& d, Pass pass, int tile_w);
 
-/// The backward filter: block b computes kWgradTaps adjacent taps (r, s..s+7) of one filter plane
-/// (k, c'), each thread summing x * dy over a share of the n * out_h * out_w output positions,
-/// then the block adding the threads' sums in a fixed order:
+/// The backward filter,
 ///   dw[k][c'][r][s] = alpha * sum_{n,p,q} x[n][g*Cg + c'][p*sh + r*dh - ph][q*sw + s*dw - pw]
-///                     * dy[n][k][p][q] + beta * dw[k][c'][r][s].
+///                     * dy[n][k][p][q] + beta * dw[k][c'][r][s],
+/// in one of two layouts:
+///   taps (rows false): block b computes kWgradTaps adjacent taps (r, s..s+7) of one filter plane
+///     (k, c'), each thread summing x * dy over a share of the n * out_h * out_w output
+///     positions, then the block adding the threads' sums in a fixed order; every load from
+///     global memory (L1), one a multiply-add;
+///   rows (rows true, large filters): a block holds rows_b filter rows of one plane, a thread a
+///     run of kWgradTaps taps of one of them (threads: rows_b * groups_s), and walks a part of
+///     the n * out_h output rows, a row at a time in tiles of tile_q columns: the block stages
+///     the x rows its filter rows read and the tile of dy in shared memory, and each thread
+///     slides its run along the tile in registers (with unit stride and dilation along rows,
+///     24 shared loads per 64 multiply-adds). With several parts, each writes its sums to an
+///     fp32 partial and a second kernel adds the parts in order (launch_partial_sum).
 struct DirectWgradGeometry {
   int n = 0, c = 0, h = 0, w = 0;
   int k = 0, cg = 0, kg = 0, r = 0, s = 0;
   int out_h = 0, out_w = 0;
   int stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_h = 0, pad_w = 0;
-  int chunks = 0;  ///< blocks per filter row: ceil(s / kWgradTaps)
+  int chunks = 0;  ///< taps: blocks per filter row, ceil(s / kWgradTaps)
+  // The rows layout.
+  bool rows = false;
+  int groups_s = 0;       ///< runs of kWgradTaps taps a filter row: ceil(s / kWgradTaps)
+  int rows_b = 0;         ///< filter rows a block holds (the last block of a plane may hold fewer)
+  int r_blocks = 0;       ///< blocks along a plane's filter rows: ceil(r / rows_b)
+  int threads = 0;        ///< threads of a block: rows_b * groups_s in whole warps
+  int tile_q = 0;         ///< output columns a step stages (a multiple of kWgradTaps)
+  int q_tiles = 0;        ///< steps along an output row: ceil(out_w / tile_q)
+  int pitch = 0;          ///< floats of a staged x row (a multiple of 4)
+  int parts = 1;          ///< blocks along the output rows of a plane
+  int rows_per_part = 0;  ///< output rows (n * out_h of them in all) a part walks
 
-  FFTCONV_HD std::int64_t blocks() const { return std::int64_t(k) * cg * r * chunks; }
+  FFTCONV_HD std::int64_t blocks() const {
+    return rows ? std::int64_t(k) * cg * r_blocks * parts : std::int64_t(k) * cg * r * chunks;
+  }
+  /// Rows layout: floats of shared memory (the x rows, then the tile of dy).
+  FFTCONV_HD int smem_floats() const { return rows_b * pitch + tile_q; }
+  /// Rows layout: elements of dw, and of the fp32 partials the parts write (parts > 1).
+  FFTCONV_HD std::int64_t w_elems() const { return std::int64_t(k) * cg * r * s; }
+  std::size_t partial_bytes() const {
+    return rows && parts > 1 ? sizeof(float) * static_cast<std::size_t>(parts * w_elems()) : 0;
+  }
 };
 
 namespace direct {
-constexpr int kWgradTaps = 8;  ///< taps of a filter row a block sums, in registers
+constexpr int kWgradTaps = 8;  ///< taps of a filter row a block (taps) or thread (rows) sums
+/// The rows layout: output columns a step stages at most; shared memory a block may use; the
+/// fewest threads a block may have (smaller filters take the taps layout); blocks an SM is
+/// given at least (parts are added until the grid has that many).
+constexpr int kRowsMaxTileQ = 128;
+constexpr std::size_t kRowsMaxSmemBytes = 48 * 1024;
+constexpr int kRowsMinThreads = 64;
+constexpr int kRowsBlocksPerSm = 4;
 }  // namespace direct
 
+/// The taps layout of d's backward filter.
 DirectWgradGeometry direct_wgrad_geometry(const ConvDesc& d);
+/// The rows layout of d's backward filter on `sm_count` SMs, or the taps layout where it does
+/// not apply (a run of taps too many for a block's threads, fewer than kRowsMinThreads threads,
+/// or x rows beyond kRowsMaxSmemBytes).
+/// (`min_threads`: the tests' way to take it for small filters too.)
+DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
+                                               int min_threads = direct::kRowsMinThreads);
+/// The layout plans take: taps, unless $FFTCONV_DIRECT_WGRAD is "rows" at plan time (the rows
+/// layout is not yet run on a GPU; testing.md).
+DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count);
 
 struct DirectArgs {
   const void* src;   ///< x (forward) or dy (backward data)
@@ -109,10 +156,13 @@ void prepare_direct(DType dtype);
 /// Enqueues the pass: one kernel.
 void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cudaStream_t stream);
 
-/// Enqueues the backward filter: dw (a.out, of `out_dtype`: the data's, or fp32 for master
-/// gradients) = alpha * the gradient + beta * dw, reading x (a.src) and dy (a.w's place: `dy`).
+/// Sets the rows layout's shared-memory limit on the current device (plan time).
+void prepare_direct_wgrad();
+/// Enqueues the backward filter: dw (of `out_dtype`: the data's, or fp32 for master gradients)
+/// = alpha * the gradient + beta * dw, reading x and dy; the rows layout's parts write to
+/// `partial` (g.partial_bytes(), 16-byte aligned) where there are several.
 void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
-                         float alpha, float beta, DType dtype, DType out_dtype,
+                         float* partial, float alpha, float beta, DType dtype, DType out_dtype,
                          cudaStream_t stream);
 
 }  // namespace fftconv::detail

@@ -259,4 +259,148 @@ FFTCONV_HD void store_wgrad(const DirectWgradGeometry& geo, const WgradBlock& b,
   sink((plane * geo.r + b.r) * geo.s + b.s0 + tid, v);
 }
 
+// ---- backward filter, rows layout (DirectWgradGeometry::rows) -----------------------------------
+// Block b: filter plane (k, c') = b / (r_blocks * parts), filter rows r0 .. r0 + rows - 1
+// (r0 = b / parts % r_blocks * rows_b), output rows [part * rows_per_part, ...) of the
+// n * out_h rows. Thread t < rows * groups_s sums filter row r0 + t / groups_s, taps
+// s0 .. s0 + kWgradTaps - 1 (s0 = t % groups_s * kWgradTaps), over every step of its block:
+//   stage_step       output row (n, p), columns q0 .. q0 + tile_q - 1: x row
+//                    p * sh + (r0 + i) * dh - ph of each filter row i, columns q0 * sw - pw + c
+//                    for c < pitch, to xs[i][c] (zero outside the image), and dy's tile to
+//                    ds[0 .. tile_q) (zero past out_w);
+//   accumulate_rows  row[j] += xs[i][(q - q0) * sw + (s0 + j) * dw] * ds[q - q0] over the tile;
+// after an output row's tiles, add_row adds its sums to the thread's totals; and last
+// store_rows: its taps (those below s) to dw, or to its part's partial.
+
+struct RowsBlock {
+  int k, ci, g, r0, rows, part;
+  std::int64_t row_begin, row_end;
+};
+
+FFTCONV_HD RowsBlock rows_block_of(const DirectWgradGeometry& geo, std::int64_t b) {
+  RowsBlock w;
+  w.part = static_cast<int>(b % geo.parts);
+  b /= geo.parts;
+  w.r0 = static_cast<int>(b % geo.r_blocks) * geo.rows_b;
+  b /= geo.r_blocks;
+  w.ci = static_cast<int>(b % geo.cg);
+  w.k = static_cast<int>(b / geo.cg);
+  w.g = w.k / geo.kg;
+  w.rows = geo.r - w.r0 < geo.rows_b ? geo.r - w.r0 : geo.rows_b;
+  const std::int64_t total = std::int64_t(geo.n) * geo.out_h;
+  w.row_begin = std::int64_t(w.part) * geo.rows_per_part;
+  w.row_end = w.row_begin + geo.rows_per_part < total ? w.row_begin + geo.rows_per_part : total;
+  return w;
+}
+
+/// Thread tid's share of the copies of step (output row rid, first column q0), `threads`
+/// threads a block: x rows by warp, columns by lane, each row's place and bounds found once and
+/// kLoadBatch loads a lane in flight (a generic per-element copy, stage_rows, took about 43
+/// instructions an element, as many as the multiply-adds of the landmark row's step; sm_90
+/// SASS). x(e), dy(e) read elements as float.
+#pragma nv_exec_check_disable
+template <class X, class Dy>
+FFTCONV_HD void stage_step(const DirectWgradGeometry& geo, const RowsBlock& b, std::int64_t rid,
+                           int q0, int tid, int threads, float* smem, const X& x, const Dy& dy) {
+  const int n = static_cast<int>(rid / geo.out_h);
+  const int p = static_cast<int>(rid - std::int64_t(n) * geo.out_h);
+  const std::int64_t xplane =
+      (std::int64_t(n) * geo.c + std::int64_t(b.g) * geo.cg + b.ci) * std::int64_t(geo.h);
+  const int row0 = p * geo.stride_h + b.r0 * geo.dil_h - geo.pad_h;
+  const int col0 = q0 * geo.stride_w - geo.pad_w;
+  const int warps = threads / 32, warp = tid / 32, lane = tid % 32;
+  for (int i = warp; i < b.rows; i += warps) {
+    const int row = row0 + i * geo.dil_h;
+    const bool inside = row >= 0 && row < geo.h;
+    const std::int64_t base = (xplane + (inside ? row : 0)) * geo.w;
+    float* dst = smem + i * geo.pitch;
+    for (int c0 = lane; c0 < geo.pitch; c0 += 32 * kLoadBatch) {
+      float v[kLoadBatch];
+      FFTCONV_UNROLL
+      for (int u = 0; u < kLoadBatch; ++u) {
+        const int c = c0 + 32 * u, col = col0 + c;
+        v[u] = inside && c < geo.pitch && col >= 0 && col < geo.w ? x(base + col) : 0.0f;
+      }
+      FFTCONV_UNROLL
+      for (int u = 0; u < kLoadBatch; ++u) {
+        if (c0 + 32 * u < geo.pitch) dst[c0 + 32 * u] = v[u];
+      }
+    }
+  }
+  float* ds = smem + geo.rows_b * geo.pitch;
+  const std::int64_t dyrow = ((std::int64_t(n) * geo.k + b.k) * geo.out_h + p) * geo.out_w;
+  for (int t = tid; t < geo.tile_q; t += threads) {
+    ds[t] = q0 + t < geo.out_w ? dy(dyrow + q0 + t) : 0.0f;
+  }
+}
+
+/// Four adjacent floats of shared memory at a 16-byte aligned address.
+FFTCONV_HD void load4(const float* p, float* v) {
+#if defined(__CUDA_ARCH__)
+  const float4 f = *reinterpret_cast<const float4*>(p);
+  v[0] = f.x;
+  v[1] = f.y;
+  v[2] = f.z;
+  v[3] = f.w;
+#else
+  for (int i = 0; i < 4; ++i) v[i] = p[i];
+#endif
+}
+
+/// Adds thread tid's products over the staged tile to acc.
+FFTCONV_HD void accumulate_rows(const DirectWgradGeometry& geo, const RowsBlock& b, int tid,
+                                       const float* smem, float acc[kWgradTaps]) {
+  const int rl = tid / geo.groups_s, sg = tid - rl * geo.groups_s;
+  if (rl >= b.rows) return;
+  const float* ds = smem + geo.rows_b * geo.pitch;
+  if (geo.stride_w == 1 && geo.dil_w == 1) {
+    // The run's x values for 8 columns are 15 adjacent floats: loaded as four aligned quads
+    // (pitch, s0 and q multiples of 4), with the tile's 8 dy values as two.
+    const float* xr = smem + rl * geo.pitch + sg * kWgradTaps;
+    for (int q = 0; q < geo.tile_q; q += kWgradTaps) {
+      float xv[2 * kWgradTaps], dv[kWgradTaps];
+      for (int u = 0; u < 2 * kWgradTaps; u += 4) load4(xr + q + u, xv + u);
+      for (int u = 0; u < kWgradTaps; u += 4) load4(ds + q + u, dv + u);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int u = 0; u < kWgradTaps; ++u) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (int j = 0; j < kWgradTaps; ++j) acc[j] += xv[u + j] * dv[u];
+      }
+    }
+    return;
+  }
+  const float* xr = smem + rl * geo.pitch + sg * kWgradTaps * geo.dil_w;
+  for (int q = 0; q < geo.tile_q; ++q) {
+    const float d = ds[q];
+    const float* xq = xr + q * geo.stride_w;
+    for (int j = 0; j < kWgradTaps; ++j) acc[j] += xq[j * geo.dil_w] * d;
+  }
+}
+
+/// A thread sums each output row's products apart and adds the row's sums to its totals: a
+/// serial fp32 sum of n * out_h * out_w terms would lose about sqrt(terms) roundings (1e-5
+/// relative at 100000 terms), one of tile_q-sized rows far fewer.
+FFTCONV_HD void add_row(float acc[kWgradTaps], const float row[kWgradTaps]) {
+  for (int j = 0; j < kWgradTaps; ++j) acc[j] += row[j];
+}
+
+/// sink(part, index, v): v, thread tid's sum for tap `index` of dw (its taps below s).
+#pragma nv_exec_check_disable
+template <class Sink>
+FFTCONV_HD void store_rows(const DirectWgradGeometry& geo, const RowsBlock& b, int tid,
+                           const float acc[kWgradTaps], const Sink& sink) {
+  const int rl = tid / geo.groups_s, sg = tid - rl * geo.groups_s;
+  if (rl >= b.rows) return;
+  const std::int64_t plane = std::int64_t(b.k) * geo.cg + b.ci;
+  const std::int64_t base = (plane * geo.r + b.r0 + rl) * geo.s;
+  for (int j = 0; j < kWgradTaps; ++j) {
+    const int s = sg * kWgradTaps + j;
+    if (s < geo.s) sink(b.part, base + s, acc[j]);
+  }
+}
+
 }  // namespace fftconv::detail::direct

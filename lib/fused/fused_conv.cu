@@ -6,9 +6,11 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/launch.cuh"
 #include "fused/fused_program.cuh"
 #include "geometry/fft_geometry.h"
 #include "stages/dtype_convert.cuh"
+#include "stages/partial_sum.h"
 
 namespace fftconv::detail {
 
@@ -288,18 +290,6 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_
       WgradWindowStore(a, s));
 }
 
-// dw = alpha * (the slices' partial windows summed in slice order) + beta * dw.
-__global__ void fused_wgrad_sum_kernel(const FusedWgradArgs a, std::int64_t elems) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < elems;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    float sum = 0.0f;
-    for (int j = 0; j < a.chunks; ++j) sum += a.partial[j * elems + e];
-    float r = a.alpha * sum;
-    if (a.beta != 0.0f) r += a.beta * load_element(a.dw, a.out_dtype, e);
-    store_element(a.dw, a.out_dtype, e, r);
-  }
-}
-
 template <int F>
 constexpr std::size_t smem_bytes() {
   return sizeof(float) * kPlanes<F> * Layout<F>::kFloats;
@@ -346,21 +336,8 @@ dim3 grid_of(std::int64_t planes) {
 template <int F, class Kernel, class... Args>
 void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t stream, Kernel kernel,
                   const Args&... args) {
-  if (!a.after_filter) {
-    kernel<<<grid_of<F>(units), kThreads<F>, smem_bytes<F>(), stream>>>(args...);
-    return;
-  }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid_of<F>(units);
-  config.blockDim = dim3(kThreads<F>);
-  config.dynamicSmemBytes = smem_bytes<F>();
-  config.stream = stream;
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  FFTCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  launch_kernel(a.after_filter, grid_of<F>(units), dim3(kThreads<F>), smem_bytes<F>(), stream,
+                kernel, args...);
 }
 
 template <int F>
@@ -425,22 +402,11 @@ std::size_t fused_smem_bytes(int size) {
 }
 
 bool fused_conv_can_overlap_filter(int size) {
-  int dev = 0, major = 0;
-  cudaFuncAttributes attr = {};
-  bool compiled = false;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  bool can = false;
   with_size(size, [&](auto f) {
-    compiled = cudaFuncGetAttributes(&attr, fused_conv_kernel<decltype(f)::value>) == cudaSuccess;
+    can = can_launch_dependent(reinterpret_cast<const void*>(fused_conv_kernel<decltype(f)::value>));
   });
-  if (!compiled) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return major >= 9 && attr.ptxVersion >= 90;
+  return can;
 }
 
 void prepare_fused_kernels() {
@@ -464,13 +430,9 @@ void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream, const Fuse
                  "the backward filter's tiling and its pairs disagree");
   with_size(a.size, [&](auto f) { launch_wgrad<decltype(f)::value>(a, tiling, stream); });
   FFTCONV_CHECK_LAUNCH();
-  if (a.chunks > 1) {
-    const std::int64_t elems = std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w;
-    constexpr int kThreads = 256;
-    const auto blocks = static_cast<unsigned>(
-        std::min<std::int64_t>((elems + kThreads - 1) / kThreads, 4096));
-    fused_wgrad_sum_kernel<<<blocks, kThreads, 0, stream>>>(a, elems);
-    FFTCONV_CHECK_LAUNCH();
+  if (a.chunks > 1) {  // dw = alpha * (the slices' partial windows in slice order) + beta * dw
+    launch_partial_sum(a.partial, a.chunks, std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w,
+                       a.dw, a.out_dtype, a.alpha, a.beta, stream);
   }
 }
 

@@ -401,8 +401,35 @@ double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int
 // at a third; data/results/h200/2026-12-05-direct).
 constexpr double kDirectWgradMacsPerUsPerSm = kDirectMacsPerUsPerSm / 6.0;
 
+namespace {
+// The rows layout (not yet measured on a GPU): a thread's run slides in registers, 24 shared
+// loads a 64 multiply-adds, so the estimate takes the forward kernel's rate
+// (kDirectMacsPerUsPerSm) for the threads' multiply-adds, whole warps and padded taps counted,
+// kDirectLoadMacs for each staged element, and a step's staging latency and two barriers
+// (kDirectChannelUs); with several parts, the partial sum (its reads and writes, and a launch).
+double estimate_direct_wgrad_rows_us(const ConvDesc& d, const DirectWgradGeometry& g, double sms) {
+  const double steps = double(g.rows_per_part) * g.q_tiles;
+  const double step_work = double(g.threads) * g.tile_q * direct::kWgradTaps +
+                           kDirectLoadMacs * (double(g.rows_b) * g.pitch + g.tile_q);
+  const double smem = 4.0 * g.smem_floats() + 1024.0;
+  const double per_sm =
+      std::max(1.0, std::min(std::floor(kSmemPerSm / smem), std::floor(kThreadsPerSm / g.threads)));
+  const auto [waves, sharing] = waves_of(double(g.blocks()), sms, per_sm);
+  const double warps = sharing * g.threads / 32.0;
+  const double rate = kDirectMacsPerUsPerSm * std::min(1.0, warps / kDirectFullWarps);
+  const double compute = waves * steps * (sharing * step_work / rate + kDirectChannelUs);
+  const double io = double(d.x_elems() + d.y_elems() + d.w_elems()) * double(dtype_size(d.dtype));
+  double sum_us = 0.0;
+  if (g.parts > 1) {
+    sum_us = double(g.parts + 1) * double(g.w_elems()) * 4.0 / kStreamBytesPerUs + kLaunchUs;
+  }
+  return std::max(compute, io / kStreamBytesPerUs) + sum_us + kLaunchUs;
+}
+}  // namespace
+
 double estimate_direct_wgrad_us(const ConvDesc& d, const DirectWgradGeometry& g, int sm_count) {
   const double sms = double(sm_count > 0 ? sm_count : kSmCount);
+  if (g.rows) return estimate_direct_wgrad_rows_us(d, g, sms);
   const double block_work = double(direct::kWgradTaps) * double(g.n) * g.out_h * g.out_w;
   const double blocks = double(g.blocks());
   const double per_sm = 4.0;  // 64 registers a thread (ptxas, sm_90): 4 blocks of 256 an SM

@@ -101,6 +101,87 @@ std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
   return dw;
 }
 
+// The rows layout: every block's threads stage their share of a step, then sum it; the parts'
+// partials (NaN until written) added in part order as the partial-sum kernel does.
+std::vector<float> emulate_wgrad_rows(const DirectWgradGeometry& g, const std::vector<float>& x,
+                                      const std::vector<float>& dy, float alpha, float beta,
+                                      const std::vector<float>& dw0) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> dw = dw0;
+  std::vector<float> partial(static_cast<std::size_t>(g.parts * g.w_elems()), nan);
+  std::vector<float> smem(static_cast<std::size_t>(g.smem_floats()));
+  std::vector<float> acc(static_cast<std::size_t>(g.threads) * direct::kWgradTaps);
+  std::vector<float> row(acc.size());
+  const auto sink = [&](int part, std::int64_t e, float v) {
+    if (g.parts > 1) {
+      partial[static_cast<std::size_t>(part * g.w_elems() + e)] = v;
+    } else {
+      dw[static_cast<std::size_t>(e)] = beta == 0.0f ? alpha * v : alpha * v + beta * dw[e];
+    }
+  };
+  for (std::int64_t b = 0; b < g.blocks(); ++b) {
+    const direct::RowsBlock k = direct::rows_block_of(g, b);
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (std::int64_t rid = k.row_begin; rid < k.row_end; ++rid) {
+      std::fill(row.begin(), row.end(), 0.0f);
+      for (int q0 = 0; q0 < g.out_w; q0 += g.tile_q) {
+        std::fill(smem.begin(), smem.end(), nan);
+        for (int t = 0; t < g.threads; ++t) {
+          direct::stage_step(g, k, rid, q0, t, g.threads, smem.data(), HostSource{x.data()},
+                             HostSource{dy.data()});
+        }
+        for (int t = 0; t < g.threads; ++t) {
+          direct::accumulate_rows(g, k, t, smem.data(), row.data() + t * direct::kWgradTaps);
+        }
+      }
+      for (int t = 0; t < g.threads; ++t) {
+        direct::add_row(acc.data() + t * direct::kWgradTaps, row.data() + t * direct::kWgradTaps);
+      }
+    }
+    for (int t = 0; t < g.threads; ++t) {
+      direct::store_rows(g, k, t, acc.data() + t * direct::kWgradTaps, sink);
+    }
+  }
+  if (g.parts > 1) {
+    for (std::int64_t e = 0; e < g.w_elems(); ++e) {
+      float sum = 0.0f;
+      for (int j = 0; j < g.parts; ++j) sum += partial[static_cast<std::size_t>(j * g.w_elems() + e)];
+      dw[e] = beta == 0.0f ? alpha * sum : alpha * sum + beta * dw[e];
+    }
+  }
+  return dw;
+}
+
+// d's backward filter through `emulate(x, dy, alpha, beta, dw0)` against the fp64 oracle (alpha
+// 0.5 and beta 2 on a random dw where `accumulate`, else a NaN dw that must be overwritten).
+template <class Emulate>
+testing::ErrorStats check_wgrad(const ConvDesc& d, bool accumulate, std::uint64_t seed,
+                                const Emulate& emulate) {
+  const std::vector<float> x = testing::random_values(d.x_elems(), seed, DType::kF32);
+  const std::vector<float> dy = testing::random_values(d.y_elems(), seed + 1, DType::kF32);
+  const std::vector<float> dw0 =
+      accumulate ? testing::random_values(d.w_elems(), seed + 2, DType::kF32)
+                 : std::vector<float>(static_cast<std::size_t>(d.w_elems()),
+                                      std::numeric_limits<float>::quiet_NaN());
+  const float alpha = accumulate ? 0.5f : 1.0f, beta = accumulate ? 2.0f : 0.0f;
+  std::vector<double> ref(static_cast<std::size_t>(d.w_elems()));
+  reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
+  for (std::size_t e = 0; e < ref.size(); ++e) {
+    ref[e] = alpha * ref[e] + beta * (accumulate ? dw0[e] : 0.0);
+  }
+  return testing::compare(emulate(x, dy, alpha, beta, dw0), ref);
+}
+
+// The same in the rows layout on `sms` SMs (min_threads 1: small filters too).
+testing::ErrorStats check_wgrad_rows(const ConvDesc& d, int sms, bool accumulate,
+                                     std::uint64_t seed, DirectWgradGeometry* used) {
+  const DirectWgradGeometry g = detail::direct_wgrad_rows_geometry(d, sms, 1);
+  *used = g;
+  return check_wgrad(d, accumulate, seed, [&](const auto&... v) {
+    return emulate_wgrad_rows(g, v...);
+  });
+}
+
 // The random descriptors of the emulation tests: wide padding, small enough to emulate.
 testing::RandomDescOptions random_options() {
   testing::RandomDescOptions o;
@@ -118,26 +199,86 @@ TEST(DirectProgram, BackwardFilterMatchesOracle) {
   for (int i = 0; i < 80; ++i) {
     const ConvDesc d = testing::random_desc(gen, o);
     ASSERT_TRUE(detail::direct_support(d, Pass::kBackwardFilter).ok()) << d.to_string();
-    const std::uint64_t seed = 4343000 + i;
-    const std::vector<float> x = testing::random_values(d.x_elems(), seed, DType::kF32);
-    const std::vector<float> dy = testing::random_values(d.y_elems(), seed + 1, DType::kF32);
     const bool accumulate = i % 3 == 0;
-    const std::vector<float> dw0 =
-        accumulate ? testing::random_values(d.w_elems(), seed + 2, DType::kF32)
-                   : std::vector<float>(static_cast<std::size_t>(d.w_elems()),
-                                        std::numeric_limits<float>::quiet_NaN());
-    const float alpha = accumulate ? 0.5f : 1.0f, beta = accumulate ? 2.0f : 0.0f;
-    std::vector<double> ref(static_cast<std::size_t>(d.w_elems()));
-    reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
-    for (std::size_t e = 0; e < ref.size(); ++e)
-      ref[e] = alpha * ref[e] + beta * (accumulate ? dw0[e] : 0.0);
     const testing::ErrorStats err =
-        testing::compare(emulate_wgrad(d, x, dy, alpha, beta, dw0), ref);
+        check_wgrad(d, accumulate, 4343000 + i,
+                    [&](const auto&... v) { return emulate_wgrad(d, v...); });
     worst = std::max(worst, err.rel_l2);
     EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32)))
-        << d.to_string() << " alpha " << alpha << " beta " << beta << ": " << err.to_string();
+        << d.to_string() << (accumulate ? " accumulating: " : ": ") << err.to_string();
   }
   std::printf("[ direct   ] backward filter: 80 cases, worst rel-L2 %.2e\n", worst);
+}
+
+// The rows layout on random descriptors (groups, stride, dilation, wide padding), with one
+// part a plane (many SMs' worth of planes or one SM) or many (132 SMs), taken for small filters
+// too (min_threads 1).
+TEST(DirectProgram, BackwardFilterRowsMatchesOracle) {
+  std::mt19937_64 gen(4545);
+  const testing::RandomDescOptions o = random_options();
+  double worst = 0.0;
+  int parted = 0;
+  for (int i = 0; i < 80; ++i) {
+    const ConvDesc d = testing::random_desc(gen, o);
+    DirectWgradGeometry g;
+    const testing::ErrorStats err = check_wgrad_rows(d, i % 2 == 0 ? 132 : 1, i % 3 == 0,
+                                                     4545000 + i, &g);
+    ASSERT_TRUE(g.rows) << d.to_string();
+    parted += g.parts > 1;
+    worst = std::max(worst, err.rel_l2);
+    EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32))) << d.to_string() << ": " << err.to_string();
+  }
+  std::printf("[ direct   ] backward filter, rows: 80 cases (%d in parts), worst rel-L2 %.2e\n",
+              parted, worst);
+  EXPECT_GE(parted, 20);
+}
+
+// The rows layout where its geometry has limits: the landmark plane (45 filter rows in two
+// blocks of 23, six runs of 8 taps, 96 parts), rows wider than a tile (out_w 300: three tiles
+// of 128, stride 2 along rows), dilated filters (one whose x rows shrink the tile to 96
+// columns), 1x1 output planes of three filters, 65536 positions a plane summed by one part
+// (on one SM); and the taps layout for small filters.
+TEST(DirectProgram, BackwardFilterRowsGeometry) {
+  const ConvDesc landmark = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
+  const DirectWgradGeometry lg = detail::direct_wgrad_rows_geometry(landmark, 132);
+  ASSERT_TRUE(lg.rows);
+  EXPECT_EQ(lg.groups_s, 6);
+  EXPECT_EQ(lg.r_blocks, 2);
+  EXPECT_EQ(lg.rows_b, 23);
+  EXPECT_EQ(lg.threads, 160);
+  EXPECT_EQ(lg.tile_q, 96);
+  EXPECT_EQ(lg.parts, 96);
+  EXPECT_EQ(lg.pitch, 144);
+  EXPECT_FALSE(detail::direct_wgrad_rows_geometry(
+                   ConvDesc::parse("n8c64h56w56k64r3s3p1x1u1x1d1x1g1f32"), 132)
+                   .rows);
+  for (const char* s : {"n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32",
+                        "n2c2h20w600k4r5s33p2x16u1x2d1x1g2f32",
+                        "n1c2h40w90k2r21s41p30x60u1x1d3x3g2f32",
+                        "n1c1h100w400k1r42s41p0x0u1x1d1x4g1f32",
+                        "n2c1h13w11k3r13s11p0x0u1x1d1x1g1f32",
+                        "n16c32h64w64k32r9s9p4x4u1x1d1x1g32f32"}) {
+    const ConvDesc d = ConvDesc::parse(s);
+    for (int sms : {1, 132}) {
+      DirectWgradGeometry g;
+      const testing::ErrorStats err = check_wgrad_rows(d, sms, sms == 1, 91, &g);
+      ASSERT_TRUE(g.rows) << s;
+      EXPECT_LE(4 * std::size_t(g.smem_floats()), direct::kRowsMaxSmemBytes) << s;
+      EXPECT_EQ(g.tile_q % direct::kWgradTaps, 0) << s;
+      EXPECT_EQ(g.pitch % 4, 0) << s;
+      EXPECT_TRUE(err.pass(testing::tolerance(DType::kF32)))
+          << s << " on " << sms << " SMs: " << err.to_string();
+    }
+  }
+  const DirectWgradGeometry wide =
+      detail::direct_wgrad_rows_geometry(ConvDesc::parse("n2c2h20w600k4r5s33p2x16u1x2d1x1g2f32"), 132, 1);
+  EXPECT_EQ(wide.tile_q, 128);
+  EXPECT_EQ(wide.q_tiles, 3);
+  // 42 filter rows dilated by 4 along the row: x rows of 285 columns at 96 a tile fill 47.6 KB.
+  const DirectWgradGeometry dilated = detail::direct_wgrad_rows_geometry(
+      ConvDesc::parse("n1c1h100w400k1r42s41p0x0u1x1d1x4g1f32"), 132);
+  EXPECT_EQ(dilated.tile_q, 96);
+  EXPECT_EQ(dilated.q_tiles, 3);
 }
 
 // Random descriptors (groups, stride, dilation, wide padding), both passes, every tile width.
