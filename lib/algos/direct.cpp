@@ -107,7 +107,8 @@ class DirectFactory final : public AlgoFactory {
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
     if (o.pass == Pass::kBackwardFilter) {
-      const DirectWgradGeometry g = choose_direct_wgrad_geometry(d, current_sm_count());
+      const DirectWgradGeometry g =
+          choose_direct_wgrad_geometry(d, current_sm_count(), o.workspace_limit);
       if (detail) *detail = g.rows ? "filter rows" : "filter taps";
       return estimate_direct_wgrad_us(d, g, current_sm_count());
     }
@@ -118,7 +119,8 @@ class DirectFactory final : public AlgoFactory {
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     if (o.pass == Pass::kBackwardFilter) {
-      const DirectWgradGeometry g = choose_direct_wgrad_geometry(d, current_sm_count());
+      const DirectWgradGeometry g =
+          choose_direct_wgrad_geometry(d, current_sm_count(), o.workspace_limit);
       if (reason) *reason = wgrad_text(g);
       return std::make_unique<DirectAlgo>(d, g, o.dw_fp32 ? DType::kF32 : d.dtype);
     }

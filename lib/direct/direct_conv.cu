@@ -334,10 +334,14 @@ DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
   return g;
 }
 
-DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count) {
+DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count,
+                                                 std::size_t workspace_limit) {
   const char* layout = std::getenv("FFTCONV_DIRECT_WGRAD");
-  const bool rows = layout != nullptr && std::strcmp(layout, "rows") == 0;
-  return rows ? direct_wgrad_rows_geometry(d, sm_count) : direct_wgrad_geometry(d);
+  if (layout != nullptr && std::strcmp(layout, "rows") == 0) {
+    const DirectWgradGeometry rows = direct_wgrad_rows_geometry(d, sm_count);
+    if (rows.partial_bytes() <= workspace_limit) return rows;
+  }
+  return direct_wgrad_geometry(d);
 }
 
 void prepare_direct(DType dtype) {

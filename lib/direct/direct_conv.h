@@ -140,8 +140,9 @@ DirectWgradGeometry direct_wgrad_geometry(const ConvDesc& d);
 DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
                                                int min_threads = direct::kRowsMinThreads);
 /// The layout plans take: taps, unless $FFTCONV_DIRECT_WGRAD is "rows" at plan time (the rows
-/// layout is not yet run on a GPU; testing.md).
-DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count);
+/// layout is not yet run on a GPU; testing.md) and its partials fit `workspace_limit`.
+DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count,
+                                                 std::size_t workspace_limit);
 
 struct DirectArgs {
   const void* src;   ///< x (forward) or dy (backward data)

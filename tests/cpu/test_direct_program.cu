@@ -6,7 +6,9 @@
 // the sliding window and the partial sums are checked against the fp64 oracle without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -270,6 +272,13 @@ TEST(DirectProgram, BackwardFilterRowsGeometry) {
           << s << " on " << sms << " SMs: " << err.to_string();
     }
   }
+  // Plans take the layout only where FFTCONV_DIRECT_WGRAD=rows and its partials fit the
+  // workspace limit.
+  setenv("FFTCONV_DIRECT_WGRAD", "rows", 1);
+  EXPECT_TRUE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
+  EXPECT_FALSE(detail::choose_direct_wgrad_geometry(landmark, 132, 1000).rows);
+  unsetenv("FFTCONV_DIRECT_WGRAD");
+  EXPECT_FALSE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
   const DirectWgradGeometry wide =
       detail::direct_wgrad_rows_geometry(ConvDesc::parse("n2c2h20w600k4r5s33p2x16u1x2d1x1g2f32"), 132, 1);
   EXPECT_EQ(wide.tile_q, 128);
