@@ -161,9 +161,11 @@ void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cu
 void prepare_direct_wgrad();
 /// Enqueues the backward filter: dw (of `out_dtype`: the data's, or fp32 for master gradients)
 /// = alpha * the gradient + beta * dw, reading x and dy; the rows layout's parts write to
-/// `partial` (g.partial_bytes(), 16-byte aligned) where there are several.
+/// `partial` (g.partial_bytes(), 16-byte aligned) where there are several, and their sum is
+/// launched as the rows kernel's programmatic dependent where `sum_dependent`
+/// (partial_sum_can_be_dependent() on the plan's device).
 void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
                          float* partial, float alpha, float beta, DType dtype, DType out_dtype,
-                         cudaStream_t stream);
+                         bool sum_dependent, cudaStream_t stream);
 
 }  // namespace fftconv::detail

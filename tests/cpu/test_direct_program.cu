@@ -272,6 +272,14 @@ TEST(DirectProgram, BackwardFilterRowsGeometry) {
           << s << " on " << sms << " SMs: " << err.to_string();
     }
   }
+  // More output rows than an int holds (2^22 images of 1024 rows): parts enough that each
+  // part's rows fit one.
+  const ConvDesc tall = ConvDesc::parse("n4194304c1h1024w1k1r5s1p2x0u1x1d1x1g1f32");
+  const DirectWgradGeometry tg = detail::direct_wgrad_rows_geometry(tall, 1, 1);
+  ASSERT_TRUE(tg.rows);
+  EXPECT_GE(tg.parts, 2);
+  EXPECT_GT(tg.rows_per_part, 0);
+  EXPECT_GE(std::int64_t(tg.parts) * tg.rows_per_part, tall.n * tall.out_h());
   // Plans take the layout only where FFTCONV_DIRECT_WGRAD=rows and its partials fit the
   // workspace limit.
   setenv("FFTCONV_DIRECT_WGRAD", "rows", 1);
