@@ -52,9 +52,7 @@ class DirectAlgo final : public ConvAlgo {
         pass_(Pass::kBackwardFilter),
         wg_(g),
         out_dtype_(out_dtype),
-        sum_dependent_(g.rows && g.parts > 1 && partial_sum_can_be_dependent()) {
-    if (wg_.rows) prepare_direct_wgrad();
-  }
+        sum_dependent_(g.rows && g.parts > 1 && partial_sum_can_be_dependent()) {}
 
   std::size_t workspace_size() const override {
     return pass_ == Pass::kBackwardFilter ? wg_.partial_bytes() : 0;

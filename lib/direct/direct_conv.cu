@@ -145,13 +145,6 @@ void launch_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, v
   }
 }
 
-template <typename T, typename O>
-void set_rows_smem() {
-  FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(direct_wgrad_rows_kernel<T, O>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(direct::kRowsMaxSmemBytes)));
-}
-
 template <typename T>
 void set_smem(std::size_t bytes) {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(
@@ -374,14 +367,6 @@ void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cu
       break;
   }
   FFTCONV_CHECK_LAUNCH();
-}
-
-void prepare_direct_wgrad() {
-  set_rows_smem<float, float>();
-  set_rows_smem<__half, float>();
-  set_rows_smem<__half, __half>();
-  set_rows_smem<__nv_bfloat16, float>();
-  set_rows_smem<__nv_bfloat16, __nv_bfloat16>();
 }
 
 void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,

@@ -122,7 +122,8 @@ struct DirectWgradGeometry {
 
 namespace direct {
 constexpr int kWgradTaps = 8;  ///< taps of a filter row a block (taps) or thread (rows) sums
-/// The rows layout: output columns a step stages at most; shared memory a block may use; the
+/// The rows layout: output columns a step stages at most; shared memory a block may use (the
+/// default limit of dynamic shared memory, so no opt-in is needed); the
 /// fewest threads a block may have (smaller filters take the taps layout); blocks an SM is
 /// given at least (parts are added until the grid has that many).
 constexpr int kRowsMaxTileQ = 128;
@@ -157,8 +158,6 @@ void prepare_direct(DType dtype);
 /// Enqueues the pass: one kernel.
 void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cudaStream_t stream);
 
-/// Sets the rows layout's shared-memory limit on the current device (plan time).
-void prepare_direct_wgrad();
 /// Enqueues the backward filter: dw (of `out_dtype`: the data's, or fp32 for master gradients)
 /// = alpha * the gradient + beta * dw, reading x and dy; the rows layout's parts write to
 /// `partial` (g.partial_bytes(), 16-byte aligned) where there are several, and their sum is
