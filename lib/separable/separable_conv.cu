@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 #include <string>
 
@@ -21,6 +22,7 @@ using separable::kStripThreads;
 using separable::kStripW;
 using separable::kThreads;
 using separable::kTileW;
+using separable::kWholeThreads;
 using separable::strip_taps;
 
 namespace {
@@ -41,7 +43,14 @@ int region_extent(const SeparableAxis& ax, int outputs) {
 }  // namespace
 
 int SeparableGeometry::region_rows() const {
+  if (whole) return (pass_rows() + kChunk - 1) / kChunk * kChunk;
   return strip() ? kChunk : region_extent(h, tile_h);
+}
+int SeparableGeometry::pass_rows() const {
+  return (h.out + kStripRun - 1) / kStripRun * kStripRun + strip_taps(h.taps);
+}
+int SeparableGeometry::threads() const {
+  return whole ? separable::kWholeThreads : strip() ? kStripThreads : kThreads;
 }
 int SeparableGeometry::region_cols() const {
   return strip() ? kStripW + strip_taps(w.taps) - 1 : region_extent(w, kTileW);
@@ -62,6 +71,12 @@ std::int64_t SeparableGeometry::blocks_per_plane() const {
 std::size_t SeparableGeometry::smem_bytes(int rank) const {
   const std::size_t weights =
       std::size_t(rank) * (separable_taps_padded(h.taps) + separable_taps_padded(w.taps));
+  if (whole) {
+    // Every staged source row, the row-pass results per factor, the weights.
+    return (std::size_t(region_rows()) * region_pitch() +
+            std::size_t(rank) * pass_rows() * kStripW + weights) *
+           sizeof(float);
+  }
   if (strip()) {
     // Two step buffers of source rows, the ring of row-pass results per factor, the weights.
     return (2 * std::size_t(kChunk) * region_pitch() +
@@ -75,6 +90,9 @@ std::string separable_kernel_text(const SeparableGeometry& g) {
   const std::string border = g.h.border == Border::kZero
                                  ? std::string()
                                  : std::string(", border ") + border_name(g.h.border) + " on load";
+  if (g.whole) {
+    return "whole strips of " + std::to_string(kStripW) + " columns" + border;
+  }
   if (g.strip()) {
     return "strips of " + std::to_string(kStripW) + " columns, segments of " +
            std::to_string(g.segment_rows()) + " rows" + border;
@@ -107,6 +125,16 @@ bool separable_geometry(const ConvDesc& d, Pass pass, SeparableGeometry* g, std:
   const int strip_cols = kStripW + strip_taps(s.w.taps) - 1;
   if (s.h.unit() && s.w.unit() && sources == 1 && strip_cols <= 32 * separable::kStripColGroups) {
     s.seg_chunks = choose_separable_segment(d, pass, s, kMaxSeparableRank);
+    const char* form = std::getenv("FFTCONV_SEPARABLE_STRIP");
+    const std::string forced = form ? form : "";
+    const bool whole = forced == "whole"      ? choose_separable_whole(d, pass, s, kMaxSeparableRank,
+                                                                       /*forced=*/true)
+                       : forced == "segments" ? false
+                                              : choose_separable_whole(d, pass, s, kMaxSeparableRank);
+    if (s.strip() && whole) {
+      s.whole = true;
+      s.seg_chunks = (s.h.out + kChunk - 1) / kChunk;
+    }
   }
   if (!s.strip()) s.tile_h = choose_separable_tile_h(d, pass, s, kMaxSeparableRank);
   if (!s.strip() && s.tile_h == 0) {
@@ -390,9 +418,9 @@ __device__ __forceinline__ void strip_taps_run(const Reader& in, const float* w,
 // through registers, a column's rows in flight together. kBorder: the descriptor's border maps
 // rows and columns outside the source (a kernel of its own: the mapping's code in the zero-border
 // kernel took the fp32 kernel from 80 to 95 registers, past the 85 at which six blocks fit).
-template <typename T, bool kBorder>
+template <typename T, bool kBorder, int kBlock = kStripThreads>
 struct StripStager {
-  static constexpr int kWarps = kStripThreads / 32;
+  static constexpr int kWarps = kBlock / 32;
   static constexpr int kRowsPerWarp = kChunk / kWarps;
   int col[separable::kStripColGroups];  // source column of lane + 32 q; -1 zero, -2 not copied
   int cols_groups;
@@ -533,6 +561,76 @@ __global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const Se
   }
 }
 
+// The whole-strip form: a block of kWholeThreads stages every source row its strip reads, runs
+// the row pass over all of them (each thread a run of kStripRun columns of a row, in turns), then
+// the column pass (a run of kStripRun rows of a column, in turns), with two barriers.
+template <typename T, bool kBorder>
+__global__ void __launch_bounds__(kWholeThreads) separable_whole_kernel(const SeparableArgs a) {
+  extern __shared__ __align__(16) float smem[];
+  const SeparableGeometry& g = a.g;
+  const int pitch = a.pitch, fac_h = a.fac_h, fac_w = a.fac_w, fac_plane = fac_h + fac_w;
+  const int taps_h = strip_taps(g.h.taps), taps_w = strip_taps(g.w.taps);
+  const int pass_rows = a.slots;                        // row-pass rows (SeparableGeometry)
+  float* stage = smem;                                  // a.rows x pitch: source rows
+  float* rows = stage + a.rows * pitch;                 // rank x pass_rows x kStripW: row pass
+  float* wts = rows + a.rank * pass_rows * kStripW;     // rank x (col, row)
+
+  const int strips = a.tiles_w;
+  const std::int64_t plane = blockIdx.x / strips;
+  const int ow0 = static_cast<int>(blockIdx.x - plane * strips) * kStripW;
+  const int n = static_cast<int>(plane / a.out_channels);
+  const int oc = static_cast<int>(plane - std::int64_t(n) * a.out_channels);
+  const int group = oc / a.out_per_group;
+  const int fplane = group * a.factor_group_step + (oc % a.out_per_group) * a.factor_out_step;
+  const T* sp = static_cast<const T*>(a.src) +
+                (std::int64_t(n) * a.src_channels + group) * (std::int64_t(g.h.src) * g.w.src);
+
+  const float* f = a.factors + std::int64_t(fplane) * a.rank * fac_plane;
+  for (int i = threadIdx.x; i < a.rank * fac_plane; i += kWholeThreads) wts[i] = f[i];
+  {
+    const StripStager<T, kBorder, kWholeThreads> stager(a, ow0 + g.w.off);
+    for (int v = 0; v < a.rows; v += kChunk) stager.stage(a, sp, g.h.off + v, stage + v * pitch);
+  }
+  stage_wait();
+  __syncthreads();
+
+  constexpr int kRowRuns = kStripW / kStripRun;  // runs of a row
+  for (int u = threadIdx.x; u < pass_rows * kRowRuns; u += kWholeThreads) {
+    const int i = u / kRowRuns, rcol = (u % kRowRuns) * kStripRun;
+    const RowReader src_row{stage + i * pitch + rcol};
+    for (int r = 0; r < a.rank; ++r) {
+      float o[kStripRun] = {};
+      strip_taps_run(src_row, wts + r * fac_plane + fac_h, taps_w, o);
+      float* t = rows + (r * pass_rows + i) * kStripW + rcol;
+      *reinterpret_cast<float4*>(t) = make_float4(o[0], o[1], o[2], o[3]);
+      *reinterpret_cast<float4*>(t + 4) = make_float4(o[4], o[5], o[6], o[7]);
+    }
+  }
+  __syncthreads();
+
+  const T* bias = static_cast<const T*>(a.bias);
+  const float b = bias ? to_float(bias[oc]) : 0.0f;
+  T* out = static_cast<T*>(a.out) + plane * std::int64_t(g.h.out) * g.w.out;
+  const int out_runs = (g.h.out + kStripRun - 1) / kStripRun * kStripW;
+  for (int u = threadIdx.x; u < out_runs; u += kWholeThreads) {
+    const int c = u % kStripW, crow = (u / kStripW) * kStripRun;
+    float acc[kStripRun] = {};
+    for (int r = 0; r < a.rank; ++r) {
+      // Rows crow .. crow + taps_h + kStripRun - 1, below pass_rows: never wraps.
+      const RingReader col{rows + r * pass_rows * kStripW + c, crow, pass_rows};
+      strip_taps_run(col, wts + r * fac_plane, taps_h, acc);
+    }
+    const int ow = ow0 + c;
+    if (ow < g.w.out) {
+#pragma unroll
+      for (int j = 0; j < kStripRun; ++j) {
+        const int oh = crow + j;
+        if (oh < g.h.out) out[std::int64_t(oh) * g.w.out + ow] = from_float<T>(acc[j] + b);
+      }
+    }
+  }
+}
+
 template <typename T, bool kUnitH, bool kUnitW>
 void set_limit() {
   FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(separable_conv_kernel<T, kUnitH, kUnitW>,
@@ -543,7 +641,9 @@ void set_limit() {
 template <typename T>
 void prepare() {
   for (const void* strip : {reinterpret_cast<const void*>(separable_strip_kernel<T, false>),
-                            reinterpret_cast<const void*>(separable_strip_kernel<T, true>)}) {
+                            reinterpret_cast<const void*>(separable_strip_kernel<T, true>),
+                            reinterpret_cast<const void*>(separable_whole_kernel<T, false>),
+                            reinterpret_cast<const void*>(separable_whole_kernel<T, true>)}) {
     FFTCONV_CUDA_CHECK(cudaFuncSetAttribute(strip, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(separable::kMaxStripSmemBytes)));
   }
@@ -563,13 +663,19 @@ void launch(SeparableArgs a, cudaStream_t stream) {
   a.fac_w = separable_taps_padded(g.w.taps);
   a.tiles_w = (g.w.out + (g.strip() ? kStripW : kTileW) - 1) / (g.strip() ? kStripW : kTileW);
   a.tiles = static_cast<int>(g.blocks_per_plane());
-  a.slots = g.strip() ? g.ring_slots() : 0;
+  a.slots = g.whole ? g.pass_rows() : g.strip() ? g.ring_slots() : 0;
   a.step_h_div = IntDivider(static_cast<std::uint32_t>(g.h.step));
   a.step_w_div = IntDivider(static_cast<std::uint32_t>(g.w.step));
   const dim3 grid(static_cast<unsigned>(a.out_planes * a.tiles));
   const std::size_t smem = g.smem_bytes(a.rank);
   const bool uh = g.h.unit(), uw = g.w.unit();
-  if (g.strip()) {
+  if (g.whole) {
+    if (g.h.border != Border::kZero) {
+      separable_whole_kernel<T, true><<<grid, kWholeThreads, smem, stream>>>(a);
+    } else {
+      separable_whole_kernel<T, false><<<grid, kWholeThreads, smem, stream>>>(a);
+    }
+  } else if (g.strip()) {
     if (g.h.border != Border::kZero) {
       separable_strip_kernel<T, true><<<grid, kStripThreads, smem, stream>>>(a);
     } else {

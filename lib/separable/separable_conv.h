@@ -8,7 +8,11 @@
 //     step k), row-convolves them into a ring of row-pass results, and column-convolves the
 //     ring into the outputs kChunk rows behind, stored with the bias and the dtype. A source
 //     row is row-convolved once per segment, not once per tile: r * (R + S) multiply-adds an
-//     output plus the segment's first R - 1 rows;
+//     output plus the segment's first R - 1 rows. On small planes, whose segments are a few
+//     steps, the block's few warps wait on the pipeline's barriers; there the whole-strip form
+//     (SeparableGeometry::whole) takes a block of kWholeThreads per strip of a plane, stages every
+//     source row it reads at once, row-convolves them all and column-convolves them, in one step
+//     with no ring;
 //   - the tile kernel (every other geometry): a block owns an output tile of tile_h x 32 of one
 //     output plane: it loads the tile's source region with its halo into shared memory, runs
 //     the row pass of factor i into a second shared-memory buffer, the column pass into
@@ -58,6 +62,9 @@ constexpr std::size_t kMaxStripSmemBytes = 160 * 1024;
 /// Column groups of 32 a strip block copies per source row: at most 256 columns, so filters
 /// up to 224 taps wide (wider ones take the tile kernel).
 constexpr int kStripColGroups = 8;
+/// The whole-strip form: threads of a block (twice the pipelined block's, the runs of a pass
+/// shared among them in turns).
+constexpr int kWholeThreads = 256;
 /// Taps the strip kernel runs: rounded up to kStripRun (the factors' padding is zero).
 FFTCONV_HD int strip_taps(int taps) { return (taps + kStripRun - 1) / kStripRun * kStripRun; }
 }  // namespace separable
@@ -89,17 +96,26 @@ struct SeparableGeometry {
   SeparableAxis h, w;
   /// The strip kernel's steps (of kChunk output rows) per segment; 0: the tile kernel.
   int seg_chunks = 0;
+  /// The strip kernel's whole-strip form: one segment of every output row (seg_chunks covers
+  /// them), a block of separable::kWholeThreads, every source row staged at once, no ring.
+  bool whole = false;
   int tile_h = 0;  ///< tile kernel: output rows of a tile (multiple of kRun, at most kMaxTileH)
   bool strip() const { return seg_chunks > 0; }
   /// Tile kernel: shared-memory region of a tile, rows and columns of the source (columns
-  /// padded odd). Strip kernel: one step's source rows (kChunk), its columns, and the row pitch
-  /// (4 mod 8 floats: a quarter warp's float4 loads from two rows fall in distinct banks).
+  /// padded odd). Strip kernel: one step's source rows (kChunk; whole strip: every staged row,
+  /// pass_rows() rounded up to kChunk), its columns, and the row pitch (4 mod 8 floats: a
+  /// quarter warp's float4 loads from two rows fall in distinct banks).
   int region_rows() const;
   int region_cols() const;
   int region_pitch() const;
   /// Strip kernel: steps of kChunk row-pass rows the ring holds (the column pass of a step
   /// reads kChunk + R - 1 of them), and output rows of a segment.
   int ring_slots() const;
+  /// Whole strip: row-pass rows the column pass reads (its runs of kStripRun rows read one run
+  /// past the padded taps), output rows padded to kStripRun plus the padded taps.
+  int pass_rows() const;
+  /// Threads of a strip or tile block.
+  int threads() const;
   int segment_rows() const { return seg_chunks * separable::kChunk; }
   /// Blocks per output plane.
   std::int64_t blocks_per_plane() const;
@@ -126,7 +142,8 @@ struct SeparableArgs {
   int rank = 1;                   ///< factors per plane (planes of lower rank padded with zeros)
   SeparableGeometry g;
   // Derived from g by launch_separable_conv (the kernel reads them, not g's methods). Strip
-  // kernel: tiles_w strips, tiles = strips * segments, slots of the ring.
+  // kernel: tiles_w strips, tiles = strips * segments, slots of the ring (whole strip: its
+  // row-pass rows).
   int rows = 0, cols = 0, pitch = 0, fac_h = 0, fac_w = 0, tiles_w = 0, tiles = 0, slots = 0;
   IntDivider step_h_div, step_w_div;
 };

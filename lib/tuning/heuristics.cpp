@@ -315,6 +315,13 @@ constexpr double kStripFullWarps = 16;
 
 // Work of one block in multiply-add equivalents, and the blocks of the pass.
 double separable_block_work(const SeparableGeometry& g, int sources, int rank) {
+  if (g.whole) {
+    const double out_rows = double(g.pass_rows() - separable::strip_taps(g.h.taps));
+    const double macs = double(rank) * separable::kStripW *
+                        (double(g.pass_rows()) * separable::strip_taps(g.w.taps) +
+                         out_rows * separable::strip_taps(g.h.taps));
+    return macs + kSeparableLoadMacs * double(g.region_rows()) * g.region_cols();
+  }
   if (g.strip()) {
     const double steps = g.seg_chunks + g.ring_slots() - 1;  // row-pass steps of a segment
     const double per_step = double(separable::kChunk) * separable::kStripW;
@@ -339,7 +346,7 @@ double estimate_separable_us(const ConvDesc& d, Pass pass, const SeparableGeomet
       static_cast<int>(pass == Pass::kBackwardData ? d.k_per_group() : d.c_per_group());
   const double blocks = separable_planes(d, pass) * double(g.blocks_per_plane());
   const double smem = double(g.smem_bytes(rank)) + 1024.0;
-  const int threads = g.strip() ? separable::kStripThreads : separable::kThreads;
+  const int threads = g.threads();
   const double cap = g.strip() ? kThreadsPerSm / threads : 2.0;
   const double per_sm =
       std::max(1.0, std::min({std::floor(kSmemPerSm / smem), kThreadsPerSm / threads, cap}));
@@ -467,6 +474,15 @@ int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, 
     if (best == 0 || us <= best_us) best = m, best_us = us;  // ties: the longer segment
   }
   return best;
+}
+
+bool choose_separable_whole(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank,
+                            bool forced) {
+  SeparableGeometry whole = g;
+  whole.whole = true;
+  whole.seg_chunks = (g.h.out + separable::kChunk - 1) / separable::kChunk;
+  if (whole.smem_bytes(max_rank) > separable::kMaxStripSmemBytes) return false;
+  return forced || estimate_separable_us(d, pass, whole, 1) < estimate_separable_us(d, pass, g, 1);
 }
 
 int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {

@@ -40,6 +40,11 @@ int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, i
 /// fit in shared memory with factors of rank up to `max_rank`; 0 when none fits. `g`'s axes are
 /// set (both unit: read stride and dilation 1), its seg_chunks and tile_h are ignored.
 int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank);
+/// Whether the strip kernel's whole-strip form (SeparableGeometry::whole: every output row in
+/// one step) is estimated faster than `g`, the segments choose_separable_segment chose, and
+/// fits in shared memory with factors of rank up to `max_rank`; `forced`: whether it fits.
+bool choose_separable_whole(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank,
+                            bool forced = false);
 /// Estimated device time, in microseconds, of the direct path (Algo::kDirect) on geometry `g`
 /// (lib/direct/direct_conv.h): its one kernel bound by the multiply-adds of its blocks per wave,
 /// or by the stream of its tensors.

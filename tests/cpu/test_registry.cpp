@@ -397,6 +397,20 @@ TEST(Separable, TilesFitSharedMemory) {
         EXPECT_EQ(g.region_pitch() % 8, 4) << s;
         EXPECT_LE(g.smem_bytes(detail::kMaxSeparableRank), detail::separable::kMaxStripSmemBytes)
             << s;
+        if (g.whole) {
+          // One segment; the row pass covers the rows the column pass's runs read (one run of
+          // kStripRun past the padded taps), every one of them staged.
+          EXPECT_GE(g.segment_rows(), g.h.out) << s;
+          EXPECT_EQ(g.blocks_per_plane(),
+                    (g.w.out + detail::separable::kStripW - 1) / detail::separable::kStripW)
+              << s;
+          const int out_runs = (g.h.out + detail::separable::kStripRun - 1) /
+                               detail::separable::kStripRun * detail::separable::kStripRun;
+          EXPECT_EQ(g.pass_rows(), out_runs + detail::separable::strip_taps(g.h.taps)) << s;
+          EXPECT_GE(g.region_rows(), g.pass_rows()) << s;
+          EXPECT_EQ(g.region_rows() % detail::separable::kChunk, 0) << s;
+          EXPECT_EQ(g.threads(), detail::separable::kWholeThreads) << s;
+        }
       } else {
         EXPECT_EQ(g.tile_h % detail::separable::kRun, 0) << s;
         EXPECT_GT(g.tile_h, 0) << s;
