@@ -218,6 +218,7 @@ class FusedFftAlgo final : public ConvAlgo {
                                            fused_wgrad_scratch_bytes(wgrad_));
       w.alpha = a.alpha;
       w.beta = a.beta;
+      w.sum_after_slots = overlap_filter_;
       launch_fused_wgrad(w, stream, choice_.tiled ? &tiling_ : nullptr);
       if (marks) marks->mark("fused", stream);
       return;
@@ -277,7 +278,9 @@ class FusedFftAlgo final : public ConvAlgo {
   FusedTiling tiling_;  ///< choice_.tiled: the tiles (before conv_, which fills them)
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
-  bool overlap_filter_;  ///< per-call filters: the convolution kernel launched as a dependent
+  /// The device runs programmatic dependent launches: per-call filters' convolution kernel and
+  /// the backward filter's sum kernel launched as dependents.
+  bool overlap_filter_;
   FusedWgradArgs wgrad_;
   std::size_t workspace_ = 0;
   DeviceBuffer kept_;

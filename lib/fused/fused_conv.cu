@@ -191,16 +191,27 @@ struct SlotPlace {
   }
 };
 
-// The slot's two scratch spectra (g, then acc): its own, in shared memory after the block's
-// planes or in the workspace.
+// The slot's two scratch spectra, g (dy's) and acc (the sum): its own, in shared memory after
+// the block's planes (fused_wgrad_smem_spectra of them, g first) and the rest in the workspace.
+struct WgradScratch {
+  float2* g;
+  float2* acc;
+};
 template <int F>
-__device__ __forceinline__ float2* wgrad_scratch(const FusedWgradArgs& a, float* smem,
-                                                 const BlockPlane<F>& bp, bool active) {
+__device__ __forceinline__ WgradScratch wgrad_scratch(const FusedWgradArgs& a, float* smem,
+                                                      const BlockPlane<F>& bp, bool active) {
   constexpr int kSpec = Layout<F>::kSpecSize;
-  return F <= kFusedWgradSmemMaxF
-             ? reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) +
-                   bp.local * 2 * kSpec
-             : static_cast<float2*>(a.scratch) + (active ? bp.plane : 0) * 2 * kSpec;
+  constexpr int kInSmem = fused_wgrad_smem_spectra(F);
+  float2* shared =
+      reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) + bp.local * kInSmem * kSpec;
+  float2* global = static_cast<float2*>(a.scratch) + (active ? bp.plane : 0) * (2 - kInSmem) * kSpec;
+  if constexpr (kInSmem == 2) {
+    return {shared, shared + kSpec};
+  } else if constexpr (kInSmem == 1) {
+    return {shared, global};
+  } else {
+    return {global, global + kSpec};
+  }
 }
 
 // Where the slot's window goes: dw (one slice a channel) or the slice's partial.
@@ -229,15 +240,16 @@ template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel(
     const FusedWgradArgs a) {
   extern __shared__ float smem[];
+  allow_dependent_grid();  // the sum kernel's blocks may take SMs as slots end
   BlockPlane<F> bp(smem);
   const SlotPlace s(a, bp.plane, a.n);
-  float2* g = wgrad_scratch<F>(a, smem, bp, s.active);
+  const WgradScratch scratch = wgrad_scratch<F>(a, smem, bp, s.active);
   const fused::PlaneGeometry& xg = a.x_geo;
   const fused::PlaneGeometry& dyg = a.dy_geo;
   const std::int64_t x_plane = std::int64_t(xg.src_h) * xg.src_w;
   const std::int64_t dy_plane = std::int64_t(dyg.src_h) * dyg.src_w;
   fused::fused_wgrad_program<F>(
-      bp.ex, bp.buf, fused::WholeWgradGeos{xg, dyg}, xg, g, g + Layout<F>::kSpecSize,
+      bp.ex, bp.buf, fused::WholeWgradGeos{xg, dyg}, xg, scratch.g, scratch.acc,
       a.per_chunk, s.count, s.active, a.scale,
       [&](int i) {
         return ColumnCopy{a.x, a.dtype, (std::int64_t(s.first + i) * a.c + s.channel) * x_plane,
@@ -268,9 +280,10 @@ template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_kernel(
     const FusedWgradArgs a, const FusedTiling t) {
   extern __shared__ float smem[];
+  allow_dependent_grid();  // the sum kernel's blocks may take SMs as slots end
   BlockPlane<F> bp(smem);
   const SlotPlace s(a, bp.plane, a.n * a.tiles);
-  float2* g = wgrad_scratch<F>(a, smem, bp, s.active);
+  const WgradScratch scratch = wgrad_scratch<F>(a, smem, bp, s.active);
   const std::int64_t x_plane = std::int64_t(t.src_h) * t.src_w;
   const std::int64_t dy_plane = std::int64_t(t.out_h) * t.out_w;
   const TiledWgradGeos geos{a, t, s.first};
@@ -279,7 +292,7 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_
     return std::int64_t((s.first + i) / a.tiles) * a.c + s.channel;
   };
   fused::fused_wgrad_program<F>(
-      bp.ex, bp.buf, geos, a.x_geo, g, g + Layout<F>::kSpecSize, a.per_chunk, s.count,
+      bp.ex, bp.buf, geos, a.x_geo, scratch.g, scratch.acc, a.per_chunk, s.count,
       s.active, a.scale,
       [&](int i) {
         return ColumnCopy{a.x, a.dtype, plane(i) * x_plane + geos.pair(i).x_offset, t.src_w};
@@ -300,10 +313,8 @@ constexpr std::size_t smem_bytes() {
 template <int F>
 constexpr std::size_t wgrad_smem_bytes() {
   constexpr std::size_t bytes = fused_wgrad_block_smem(F);
-  static_assert(bytes == smem_bytes<F>() + (fused_wgrad_scratch_in_smem(F)
-                                                ? sizeof(float2) * kPlanes<F> * 2 *
-                                                      Layout<F>::kSpecSize
-                                                : 0),
+  static_assert(bytes == smem_bytes<F>() + sizeof(float2) * kPlanes<F> *
+                                               fused_wgrad_smem_spectra(F) * Layout<F>::kSpecSize,
                 "the planner's count of the block's shared memory is the kernel's layout");
   return bytes;
 }
@@ -338,6 +349,15 @@ void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t strea
                   const Args&... args) {
   launch_kernel(a.after_filter, grid_of<F>(units), dim3(kThreads<F>), smem_bytes<F>(), stream,
                 kernel, args...);
+}
+
+// Launches kernel over `units` units with args; as the filter kernel's programmatic dependent
+// where a.after_filter.
+template <int F, class Kernel, class... Args>
+void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t stream, Kernel kernel,
+                  const Args&... args) {
+  launch_kernel(a.after_filter, grid_of<F>(units), kThreads<F>, smem_bytes<F>(), stream, kernel,
+                args...);
 }
 
 template <int F>
@@ -432,7 +452,7 @@ void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream, const Fuse
   FFTCONV_CHECK_LAUNCH();
   if (a.chunks > 1) {  // dw = alpha * (the slices' partial windows in slice order) + beta * dw
     launch_partial_sum(a.partial, a.chunks, std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w,
-                       a.dw, a.out_dtype, a.alpha, a.beta, stream);
+                       a.dw, a.out_dtype, a.alpha, a.beta, stream, a.sum_after_slots);
   }
 }
 
