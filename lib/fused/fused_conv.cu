@@ -351,15 +351,6 @@ void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t strea
                 kernel, args...);
 }
 
-// Launches kernel over `units` units with args; as the filter kernel's programmatic dependent
-// where a.after_filter.
-template <int F, class Kernel, class... Args>
-void launch_units(const FusedConvArgs& a, std::int64_t units, cudaStream_t stream, Kernel kernel,
-                  const Args&... args) {
-  launch_kernel(a.after_filter, grid_of<F>(units), kThreads<F>, smem_bytes<F>(), stream, kernel,
-                args...);
-}
-
 template <int F>
 void launch_conv(const FusedConvArgs& a, const FusedTiling* tiling, cudaStream_t stream) {
   if (tiling) {  // even one tile: its window and read offset are not the whole plane's
