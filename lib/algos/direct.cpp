@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/device_info.h"
 #include "direct/direct_conv.h"
+#include "stages/partial_sum.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv::detail {
@@ -47,7 +48,11 @@ class DirectAlgo final : public ConvAlgo {
   }
   // Backward filter, dw in `out_dtype`.
   DirectAlgo(const ConvDesc& d, const DirectWgradGeometry& g, DType out_dtype)
-      : d_(d), pass_(Pass::kBackwardFilter), wg_(g), out_dtype_(out_dtype) {
+      : d_(d),
+        pass_(Pass::kBackwardFilter),
+        wg_(g),
+        out_dtype_(out_dtype),
+        sum_dependent_(g.rows && g.parts > 1 && partial_sum_can_be_dependent()) {
     if (wg_.rows) prepare_direct_wgrad();
   }
 
@@ -58,7 +63,7 @@ class DirectAlgo final : public ConvAlgo {
   void run(const RunArgs& a, cudaStream_t stream, StageMarks* marks) override {
     if (pass_ == Pass::kBackwardFilter) {
       launch_direct_wgrad(wg_, a.x, a.dy, a.out, static_cast<float*>(a.workspace), a.alpha, a.beta,
-                          d_.dtype, out_dtype_, stream);
+                          d_.dtype, out_dtype_, sum_dependent_, stream);
     } else {
       DirectArgs args;
       args.w = a.w ? a.w : kept_.use(stream);
@@ -89,6 +94,7 @@ class DirectAlgo final : public ConvAlgo {
   DirectGeometry g_;
   DirectWgradGeometry wg_;
   DType out_dtype_ = DType::kF32;
+  bool sum_dependent_ = false;  ///< rows layout: the partial sum as the kernel's dependent
   KeptFilterCopy kept_;
 };
 
@@ -107,7 +113,8 @@ class DirectFactory final : public AlgoFactory {
   }
   double estimate_us(const ConvDesc& d, const Options& o, std::string* detail) const override {
     if (o.pass == Pass::kBackwardFilter) {
-      const DirectWgradGeometry g = choose_direct_wgrad_geometry(d, current_sm_count());
+      const DirectWgradGeometry g =
+          choose_direct_wgrad_geometry(d, current_sm_count(), o.workspace_limit);
       if (detail) *detail = g.rows ? "filter rows" : "filter taps";
       return estimate_direct_wgrad_us(d, g, current_sm_count());
     }
@@ -118,7 +125,8 @@ class DirectFactory final : public AlgoFactory {
   std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
     if (o.pass == Pass::kBackwardFilter) {
-      const DirectWgradGeometry g = choose_direct_wgrad_geometry(d, current_sm_count());
+      const DirectWgradGeometry g =
+          choose_direct_wgrad_geometry(d, current_sm_count(), o.workspace_limit);
       if (reason) *reason = wgrad_text(g);
       return std::make_unique<DirectAlgo>(d, g, o.dw_fp32 ? DType::kF32 : d.dtype);
     }

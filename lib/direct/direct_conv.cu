@@ -103,7 +103,9 @@ __global__ void __launch_bounds__(direct::kThreads)
   extern __shared__ float4 smem4[];  // 16-byte aligned for accumulate_rows' quads
   float* smem = reinterpret_cast<float*>(smem4);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the partial sum may queue
+  // The partial sum (its dependent) may queue; where none follows, a dependent launch of the
+  // caller's next kernel must not be released early.
+  if (geo.parts > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   const direct::RowsBlock b = direct::rows_block_of(geo, blockIdx.x);
   const int tid = threadIdx.x;
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(direct::kThreads)
 
 template <typename T, typename O>
 void launch_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
-                  float* partial, float alpha, float beta, DType out_dtype,
+                  float* partial, float alpha, float beta, DType out_dtype, bool sum_dependent,
                   cudaStream_t stream) {
   if (!g.rows) {
     direct_wgrad_kernel<T, O><<<static_cast<unsigned>(g.blocks()), direct::kThreads, 0, stream>>>(
@@ -138,12 +140,8 @@ void launch_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, v
       beta);
   if (g.parts > 1) {
     FFTCONV_CHECK_LAUNCH();
-    // The partial sum waits for the rows kernel as its programmatic dependent where the device
-    // and this build run those (decided once a process).
-    static const bool dependent = can_launch_dependent(
-        reinterpret_cast<const void*>(direct_wgrad_rows_kernel<float, float>));
     launch_partial_sum(partial, g.parts, g.w_elems(), dw, out_dtype, alpha, beta, stream,
-                       dependent);
+                       sum_dependent);
   }
 }
 
@@ -327,17 +325,24 @@ DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
   const std::int64_t rows_total = std::int64_t(g.n) * g.out_h;
   const std::int64_t base = std::int64_t(g.k) * g.cg * g.r_blocks;
   const std::int64_t want = std::int64_t(std::max(sm_count, 1)) * direct::kRowsBlocksPerSm;
-  const std::int64_t parts = std::clamp<std::int64_t>((want + base - 1) / base, 1, rows_total);
+  // (at least enough parts that a part's rows fit an int)
+  const std::int64_t fewest = (rows_total + INT_MAX - 1) / INT_MAX;
+  const std::int64_t parts =
+      std::clamp<std::int64_t>((want + base - 1) / base, fewest, rows_total);
   g.rows_per_part = static_cast<int>((rows_total + parts - 1) / parts);
   g.parts = static_cast<int>((rows_total + g.rows_per_part - 1) / g.rows_per_part);
   g.rows = true;
   return g;
 }
 
-DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count) {
+DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count,
+                                                 std::size_t workspace_limit) {
   const char* layout = std::getenv("FFTCONV_DIRECT_WGRAD");
-  const bool rows = layout != nullptr && std::strcmp(layout, "rows") == 0;
-  return rows ? direct_wgrad_rows_geometry(d, sm_count) : direct_wgrad_geometry(d);
+  if (layout != nullptr && std::strcmp(layout, "rows") == 0) {
+    const DirectWgradGeometry rows = direct_wgrad_rows_geometry(d, sm_count);
+    if (rows.partial_bytes() <= workspace_limit) return rows;
+  }
+  return direct_wgrad_geometry(d);
 }
 
 void prepare_direct(DType dtype) {
@@ -381,10 +386,11 @@ void prepare_direct_wgrad() {
 
 void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
                          float* partial, float alpha, float beta, DType dtype, DType out_dtype,
-                         cudaStream_t stream) {
+                         bool sum_dependent, cudaStream_t stream) {
   const bool f32_out = out_dtype == DType::kF32;
   const auto run = [&](auto t, auto o) {
-    launch_wgrad<decltype(t), decltype(o)>(g, x, dy, dw, partial, alpha, beta, out_dtype, stream);
+    launch_wgrad<decltype(t), decltype(o)>(g, x, dy, dw, partial, alpha, beta, out_dtype,
+                                           sum_dependent, stream);
   };
   switch (dtype) {
     case DType::kF32:

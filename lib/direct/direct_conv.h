@@ -140,8 +140,9 @@ DirectWgradGeometry direct_wgrad_geometry(const ConvDesc& d);
 DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
                                                int min_threads = direct::kRowsMinThreads);
 /// The layout plans take: taps, unless $FFTCONV_DIRECT_WGRAD is "rows" at plan time (the rows
-/// layout is not yet run on a GPU; testing.md).
-DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count);
+/// layout is not yet run on a GPU; testing.md) and its partials fit `workspace_limit`.
+DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count,
+                                                 std::size_t workspace_limit);
 
 struct DirectArgs {
   const void* src;   ///< x (forward) or dy (backward data)
@@ -160,9 +161,11 @@ void launch_direct(const DirectGeometry& g, const DirectArgs& a, DType dtype, cu
 void prepare_direct_wgrad();
 /// Enqueues the backward filter: dw (of `out_dtype`: the data's, or fp32 for master gradients)
 /// = alpha * the gradient + beta * dw, reading x and dy; the rows layout's parts write to
-/// `partial` (g.partial_bytes(), 16-byte aligned) where there are several.
+/// `partial` (g.partial_bytes(), 16-byte aligned) where there are several, and their sum is
+/// launched as the rows kernel's programmatic dependent where `sum_dependent`
+/// (partial_sum_can_be_dependent() on the plan's device).
 void launch_direct_wgrad(const DirectWgradGeometry& g, const void* x, const void* dy, void* dw,
                          float* partial, float alpha, float beta, DType dtype, DType out_dtype,
-                         cudaStream_t stream);
+                         bool sum_dependent, cudaStream_t stream);
 
 }  // namespace fftconv::detail

@@ -10,7 +10,9 @@ namespace fftconv::detail {
 
 namespace {
 
-__global__ void partial_sum_kernel(const float* __restrict__ partial, int parts, std::int64_t elems,
+// (plain loads of the partials, not the read-only path: as a dependent the kernel starts while
+// the kernel that writes them may still run, and reads them only after its wait.)
+__global__ void partial_sum_kernel(const float* partial, int parts, std::int64_t elems,
                                    void* out, DType out_dtype, float alpha, float beta) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");  // returns at once without a primary
@@ -37,6 +39,10 @@ void launch_partial_sum(const float* partial, int parts, std::int64_t elems, voi
   launch_kernel(dependent, dim3(blocks), dim3(kThreads), 0, stream, partial_sum_kernel, partial,
                 parts, elems, out, out_dtype, alpha, beta);
   FFTCONV_CHECK_LAUNCH();
+}
+
+bool partial_sum_can_be_dependent() {
+  return can_launch_dependent(reinterpret_cast<const void*>(partial_sum_kernel));
 }
 
 }  // namespace fftconv::detail

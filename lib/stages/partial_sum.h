@@ -19,4 +19,8 @@ void launch_partial_sum(const float* partial, int parts, std::int64_t elems, voi
                         DType out_dtype, float alpha, float beta, cudaStream_t stream,
                         bool dependent = false);
 
+/// Whether the partial sum may be launched as a programmatic dependent on the current device:
+/// the device runs such launches and the sum kernel was compiled with its wait (plan time).
+bool partial_sum_can_be_dependent();
+
 }  // namespace fftconv::detail

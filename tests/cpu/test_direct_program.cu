@@ -6,7 +6,9 @@
 // the sliding window and the partial sums are checked against the fp64 oracle without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -270,6 +272,21 @@ TEST(DirectProgram, BackwardFilterRowsGeometry) {
           << s << " on " << sms << " SMs: " << err.to_string();
     }
   }
+  // More output rows than an int holds (2^22 images of 1024 rows): parts enough that each
+  // part's rows fit one.
+  const ConvDesc tall = ConvDesc::parse("n4194304c1h1024w1k1r5s1p2x0u1x1d1x1g1f32");
+  const DirectWgradGeometry tg = detail::direct_wgrad_rows_geometry(tall, 1, 1);
+  ASSERT_TRUE(tg.rows);
+  EXPECT_GE(tg.parts, 2);
+  EXPECT_GT(tg.rows_per_part, 0);
+  EXPECT_GE(std::int64_t(tg.parts) * tg.rows_per_part, tall.n * tall.out_h());
+  // Plans take the layout only where FFTCONV_DIRECT_WGRAD=rows and its partials fit the
+  // workspace limit.
+  setenv("FFTCONV_DIRECT_WGRAD", "rows", 1);
+  EXPECT_TRUE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
+  EXPECT_FALSE(detail::choose_direct_wgrad_geometry(landmark, 132, 1000).rows);
+  unsetenv("FFTCONV_DIRECT_WGRAD");
+  EXPECT_FALSE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
   const DirectWgradGeometry wide =
       detail::direct_wgrad_rows_geometry(ConvDesc::parse("n2c2h20w600k4r5s33p2x16u1x2d1x1g2f32"), 132, 1);
   EXPECT_EQ(wide.tile_q, 128);
