@@ -240,7 +240,9 @@ template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel(
     const FusedWgradArgs a) {
   extern __shared__ float smem[];
-  allow_dependent_grid();  // the sum kernel's blocks may take SMs as slots end
+  // The sum kernel's blocks may take SMs as slots end (only where it follows: a dependent
+  // launch of the caller's next kernel must not be released early).
+  if (a.sum_after_slots) allow_dependent_grid();
   BlockPlane<F> bp(smem);
   const SlotPlace s(a, bp.plane, a.n);
   const WgradScratch scratch = wgrad_scratch<F>(a, smem, bp, s.active);
@@ -280,7 +282,9 @@ template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_kernel(
     const FusedWgradArgs a, const FusedTiling t) {
   extern __shared__ float smem[];
-  allow_dependent_grid();  // the sum kernel's blocks may take SMs as slots end
+  // The sum kernel's blocks may take SMs as slots end (only where it follows: a dependent
+  // launch of the caller's next kernel must not be released early).
+  if (a.sum_after_slots) allow_dependent_grid();
   BlockPlane<F> bp(smem);
   const SlotPlace s(a, bp.plane, a.n * a.tiles);
   const WgradScratch scratch = wgrad_scratch<F>(a, smem, bp, s.active);

@@ -133,7 +133,7 @@ struct FusedWgradArgs {
   float scale = 1.0f;  ///< 1 / F^2
   int size = 8;
   /// With chunks > 1: the sum kernel launched as the slots kernel's programmatic dependent
-  /// (fused_conv_can_overlap_filter's rule), so that its launch overlaps the slots' tail.
+  /// (partial_sum_can_be_dependent), so that its launch overlaps the slots' tail.
   bool sum_after_slots = false;
 #if defined(__CUDACC__)
   __host__ __device__
