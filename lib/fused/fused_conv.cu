@@ -57,19 +57,23 @@ struct ColumnCopy {
       asm volatile("cp.async.wait_all;\n" ::: "memory");
       return;
     }
+    // The batch's raw 16-bit values first, all loads in flight, converted after: a conversion
+    // next to its load (load_element's switch) made each load wait for the one before.
+    const auto* s = static_cast<const unsigned short*>(src) + base + (j >= 0 ? j : 0);
+    const bool half = dtype == DType::kF16;
     constexpr int kBatch = 16;
     for (int r0 = 0; r0 < rows; r0 += kBatch) {
-      float v[kBatch];
+      unsigned short raw[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int r = r0 + u;
-        v[u] = r < rows && j >= 0
-                   ? load_element(src, dtype, base + static_cast<std::int64_t>(r) * src_w + j)
-                   : 0.0f;
+        raw[u] = r < rows && j >= 0 ? s[static_cast<std::int64_t>(r) * src_w] : 0;
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        if (r0 + u < rows) dst[(r0 + u) * pitch] = v[u];
+        const float v = half ? __half2float(__ushort_as_half(raw[u]))
+                             : __uint_as_float(static_cast<unsigned>(raw[u]) << 16);
+        if (r0 + u < rows) dst[(r0 + u) * pitch] = v;
       }
     }
   }
