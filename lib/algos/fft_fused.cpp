@@ -15,6 +15,7 @@
 #include "core/device_info.h"
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
+#include "stages/partial_sum.h"
 #include "tuning/heuristics.h"
 
 namespace fftconv::detail {
@@ -194,7 +195,8 @@ class FusedFftAlgo final : public ConvAlgo {
                   ? fused_tiled_conv_args(d, o.pass, size_, &tiling_)
                   : fused_conv_args(d, o.pass, size_)),
         filter_(fused_filter_args(d, o.pass, size_)),
-        overlap_filter_(fused_conv_can_overlap_filter(size_)) {
+        overlap_filter_(fused_conv_can_overlap_filter(size_)),
+        sum_dependent_(partial_sum_can_be_dependent()) {
     prepare_fused_kernels();
     if (pass_ == Pass::kBackwardFilter) {
       wgrad_ = wgrad_args(d, o, choice_, &tiling_);
@@ -218,6 +220,7 @@ class FusedFftAlgo final : public ConvAlgo {
                                            fused_wgrad_scratch_bytes(wgrad_));
       w.alpha = a.alpha;
       w.beta = a.beta;
+      w.sum_after_slots = w.chunks > 1 && sum_dependent_;
       launch_fused_wgrad(w, stream, choice_.tiled ? &tiling_ : nullptr);
       if (marks) marks->mark("fused", stream);
       return;
@@ -278,6 +281,7 @@ class FusedFftAlgo final : public ConvAlgo {
   FusedConvArgs conv_;
   FusedFilterArgs filter_;
   bool overlap_filter_;  ///< per-call filters: the convolution kernel launched as a dependent
+  bool sum_dependent_;   ///< the backward filter's slice sum launched as a dependent
   FusedWgradArgs wgrad_;
   std::size_t workspace_ = 0;
   DeviceBuffer kept_;

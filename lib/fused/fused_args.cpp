@@ -176,8 +176,10 @@ FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dty
 }
 
 std::size_t fused_wgrad_scratch_bytes(const FusedWgradArgs& a) {
-  if (fused_wgrad_scratch_in_smem(a.size)) return 0;
-  return aligned(static_cast<std::size_t>(a.slots()) * 2 * fused_factor_bytes(1, a.size));
+  const int in_workspace = 2 - fused_wgrad_smem_spectra(a.size);
+  if (in_workspace == 0) return 0;
+  return aligned(static_cast<std::size_t>(a.slots()) * in_workspace *
+                 fused_factor_bytes(1, a.size));
 }
 
 std::size_t fused_wgrad_partial_bytes(const ConvDesc& d, const FusedWgradArgs& a) {

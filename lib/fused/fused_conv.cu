@@ -57,19 +57,23 @@ struct ColumnCopy {
       asm volatile("cp.async.wait_all;\n" ::: "memory");
       return;
     }
+    // The batch's raw 16-bit values first, all loads in flight, converted after: a conversion
+    // next to its load (load_element's switch) made each load wait for the one before.
+    const auto* s = static_cast<const unsigned short*>(src) + base + (j >= 0 ? j : 0);
+    const bool half = dtype == DType::kF16;
     constexpr int kBatch = 16;
     for (int r0 = 0; r0 < rows; r0 += kBatch) {
-      float v[kBatch];
+      unsigned short raw[kBatch];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int r = r0 + u;
-        v[u] = r < rows && j >= 0
-                   ? load_element(src, dtype, base + static_cast<std::int64_t>(r) * src_w + j)
-                   : 0.0f;
+        raw[u] = r < rows && j >= 0 ? s[static_cast<std::int64_t>(r) * src_w] : 0;
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
-        if (r0 + u < rows) dst[(r0 + u) * pitch] = v[u];
+        const float v = half ? __half2float(__ushort_as_half(raw[u]))
+                             : __uint_as_float(static_cast<unsigned>(raw[u]) << 16);
+        if (r0 + u < rows) dst[(r0 + u) * pitch] = v;
       }
     }
   }
@@ -191,16 +195,27 @@ struct SlotPlace {
   }
 };
 
-// The slot's two scratch spectra (g, then acc): its own, in shared memory after the block's
-// planes or in the workspace.
+// The slot's two scratch spectra, g (dy's) and acc (the sum): its own, in shared memory after
+// the block's planes (fused_wgrad_smem_spectra of them, g first) and the rest in the workspace.
+struct WgradScratch {
+  float2* g;
+  float2* acc;
+};
 template <int F>
-__device__ __forceinline__ float2* wgrad_scratch(const FusedWgradArgs& a, float* smem,
-                                                 const BlockPlane<F>& bp, bool active) {
+__device__ __forceinline__ WgradScratch wgrad_scratch(const FusedWgradArgs& a, float* smem,
+                                                      const BlockPlane<F>& bp, bool active) {
   constexpr int kSpec = Layout<F>::kSpecSize;
-  return F <= kFusedWgradSmemMaxF
-             ? reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) +
-                   bp.local * 2 * kSpec
-             : static_cast<float2*>(a.scratch) + (active ? bp.plane : 0) * 2 * kSpec;
+  constexpr int kInSmem = fused_wgrad_smem_spectra(F);
+  float2* shared =
+      reinterpret_cast<float2*>(smem + kPlanes<F> * Layout<F>::kFloats) + bp.local * kInSmem * kSpec;
+  float2* global = static_cast<float2*>(a.scratch) + (active ? bp.plane : 0) * (2 - kInSmem) * kSpec;
+  if constexpr (kInSmem == 2) {
+    return {shared, shared + kSpec};
+  } else if constexpr (kInSmem == 1) {
+    return {shared, global};
+  } else {
+    return {global, global + kSpec};
+  }
 }
 
 // Where the slot's window goes: dw (one slice a channel) or the slice's partial.
@@ -229,15 +244,18 @@ template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel(
     const FusedWgradArgs a) {
   extern __shared__ float smem[];
+  // The sum kernel's blocks may take SMs as slots end (only where it follows: a dependent
+  // launch of the caller's next kernel must not be released early).
+  if (a.sum_after_slots) allow_dependent_grid();
   BlockPlane<F> bp(smem);
   const SlotPlace s(a, bp.plane, a.n);
-  float2* g = wgrad_scratch<F>(a, smem, bp, s.active);
+  const WgradScratch scratch = wgrad_scratch<F>(a, smem, bp, s.active);
   const fused::PlaneGeometry& xg = a.x_geo;
   const fused::PlaneGeometry& dyg = a.dy_geo;
   const std::int64_t x_plane = std::int64_t(xg.src_h) * xg.src_w;
   const std::int64_t dy_plane = std::int64_t(dyg.src_h) * dyg.src_w;
   fused::fused_wgrad_program<F>(
-      bp.ex, bp.buf, fused::WholeWgradGeos{xg, dyg}, xg, g, g + Layout<F>::kSpecSize,
+      bp.ex, bp.buf, fused::WholeWgradGeos{xg, dyg}, xg, scratch.g, scratch.acc,
       a.per_chunk, s.count, s.active, a.scale,
       [&](int i) {
         return ColumnCopy{a.x, a.dtype, (std::int64_t(s.first + i) * a.c + s.channel) * x_plane,
@@ -268,9 +286,12 @@ template <int F>
 __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_kernel(
     const FusedWgradArgs a, const FusedTiling t) {
   extern __shared__ float smem[];
+  // The sum kernel's blocks may take SMs as slots end (only where it follows: a dependent
+  // launch of the caller's next kernel must not be released early).
+  if (a.sum_after_slots) allow_dependent_grid();
   BlockPlane<F> bp(smem);
   const SlotPlace s(a, bp.plane, a.n * a.tiles);
-  float2* g = wgrad_scratch<F>(a, smem, bp, s.active);
+  const WgradScratch scratch = wgrad_scratch<F>(a, smem, bp, s.active);
   const std::int64_t x_plane = std::int64_t(t.src_h) * t.src_w;
   const std::int64_t dy_plane = std::int64_t(t.out_h) * t.out_w;
   const TiledWgradGeos geos{a, t, s.first};
@@ -279,7 +300,7 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_
     return std::int64_t((s.first + i) / a.tiles) * a.c + s.channel;
   };
   fused::fused_wgrad_program<F>(
-      bp.ex, bp.buf, geos, a.x_geo, g, g + Layout<F>::kSpecSize, a.per_chunk, s.count,
+      bp.ex, bp.buf, geos, a.x_geo, scratch.g, scratch.acc, a.per_chunk, s.count,
       s.active, a.scale,
       [&](int i) {
         return ColumnCopy{a.x, a.dtype, plane(i) * x_plane + geos.pair(i).x_offset, t.src_w};
@@ -300,10 +321,8 @@ constexpr std::size_t smem_bytes() {
 template <int F>
 constexpr std::size_t wgrad_smem_bytes() {
   constexpr std::size_t bytes = fused_wgrad_block_smem(F);
-  static_assert(bytes == smem_bytes<F>() + (fused_wgrad_scratch_in_smem(F)
-                                                ? sizeof(float2) * kPlanes<F> * 2 *
-                                                      Layout<F>::kSpecSize
-                                                : 0),
+  static_assert(bytes == smem_bytes<F>() + sizeof(float2) * kPlanes<F> *
+                                               fused_wgrad_smem_spectra(F) * Layout<F>::kSpecSize,
                 "the planner's count of the block's shared memory is the kernel's layout");
   return bytes;
 }
@@ -432,7 +451,7 @@ void launch_fused_wgrad(const FusedWgradArgs& a, cudaStream_t stream, const Fuse
   FFTCONV_CHECK_LAUNCH();
   if (a.chunks > 1) {  // dw = alpha * (the slices' partial windows in slice order) + beta * dw
     launch_partial_sum(a.partial, a.chunks, std::int64_t(a.c) * a.x_geo.out_h * a.x_geo.out_w,
-                       a.dw, a.out_dtype, a.alpha, a.beta, stream);
+                       a.dw, a.out_dtype, a.alpha, a.beta, stream, a.sum_after_slots);
   }
 }
 

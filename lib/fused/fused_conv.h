@@ -132,6 +132,9 @@ struct FusedWgradArgs {
   float alpha = 1.0f, beta = 0.0f;
   float scale = 1.0f;  ///< 1 / F^2
   int size = 8;
+  /// With chunks > 1: the sum kernel launched as the slots kernel's programmatic dependent
+  /// (partial_sum_can_be_dependent), so that its launch overlaps the slots' tail.
+  bool sum_after_slots = false;
 #if defined(__CUDACC__)
   __host__ __device__
 #endif
@@ -208,9 +211,23 @@ FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dty
 #ifndef FFTCONV_FUSED_WGRAD_SMEM_MAX_F
 #define FFTCONV_FUSED_WGRAD_SMEM_MAX_F 64
 #endif
+/// Above that bound and up to FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F (by default the same bound: no
+/// such sizes), a slot keeps dy's spectrum (g) alone in shared memory and the sum (acc) in the
+/// workspace: one spectrum's round trip through L2 an image, for more blocks an SM (at 64 three
+/// instead of two, at 40 and 48 four).
+#ifndef FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F
+#define FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F FFTCONV_FUSED_WGRAD_SMEM_MAX_F
+#endif
 constexpr int kFusedWgradSmemMaxF = FFTCONV_FUSED_WGRAD_SMEM_MAX_F;
+constexpr int kFusedWgradGSmemMaxF = FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F;
 static_assert(kFusedWgradSmemMaxF <= 64, "three spectra a plane of 72 and up exceed an SM");
-constexpr bool fused_wgrad_scratch_in_smem(int size) { return size <= kFusedWgradSmemMaxF; }
+static_assert(kFusedWgradGSmemMaxF >= kFusedWgradSmemMaxF && kFusedWgradGSmemMaxF <= 64,
+              "g alone in shared memory from where both spectra are not, up to 64");
+/// Scratch spectra a slot keeps in shared memory at FFT size F: 2 (g and acc), 1 (g) or 0.
+constexpr int fused_wgrad_smem_spectra(int size) {
+  return size <= kFusedWgradSmemMaxF ? 2 : size <= kFusedWgradGSmemMaxF ? 1 : 0;
+}
+constexpr bool fused_wgrad_scratch_in_smem(int size) { return fused_wgrad_smem_spectra(size) == 2; }
 
 /// Workspace bytes of a backward-filter pass (scratch spectra, then the partial windows), each
 /// part 256-byte aligned.
@@ -266,11 +283,11 @@ constexpr int fused_min_blocks(int size) {
 }
 
 /// Shared memory of a backward-filter block at FFT size F: each plane's buffer (F rows of
-/// F/2 + 1 complex values) and, where they are kept there, its two scratch spectra.
+/// F/2 + 1 complex values) and the scratch spectra kept there (fused_wgrad_smem_spectra).
 constexpr std::size_t fused_wgrad_block_smem(int size) {
   const std::size_t spectrum = std::size_t(size) * (size / 2 + 1) * 8;
   return std::size_t(fused_planes_per_block(size)) *
-         (spectrum + (fused_wgrad_scratch_in_smem(size) ? 2 * spectrum : 0));
+         (spectrum + std::size_t(fused_wgrad_smem_spectra(size)) * spectrum);
 }
 
 /// Backward-filter blocks an SM holds: the kernels' launch bound (fused_min_blocks), fewer where

@@ -489,9 +489,14 @@ TEST(FusedProgram, BackwardFilterSlices) {
   EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(96), 4);
   EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(72), 2);
   EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(32), 4);
-  // Two planes of 64x64 with their scratch spectra take 99 KB: two blocks an SM.
-  const bool smem64 = detail::fused_wgrad_scratch_in_smem(64);
-  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(64), smem64 ? 2 : 4);
+  // Two planes of 64x64 with both scratch spectra take 99 KB: two blocks an SM; with g alone
+  // 66 KB: three; with neither, the launch bound's four.
+  const int spectra64 = detail::fused_wgrad_smem_spectra(64);
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(64), spectra64 == 2 ? 2 : spectra64 == 1 ? 3 : 4);
+  // 40 (four planes of 160 threads) and 48 (two of 96): both spectra in shared memory two and
+  // three blocks, g alone four.
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(40), detail::fused_wgrad_smem_spectra(40) == 2 ? 2 : 4);
+  EXPECT_EQ(detail::fused_wgrad_blocks_per_sm(48), detail::fused_wgrad_smem_spectra(48) == 2 ? 3 : 4);
   const auto slices = [](const char* s) {
     const ConvDesc d = ConvDesc::parse(s);
     const detail::FusedWgradArgs a =
@@ -502,10 +507,12 @@ TEST(FusedProgram, BackwardFilterSlices) {
   EXPECT_EQ(slices("n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32"), std::make_pair(5, 7));
   // replknet_dw31_56 (72x72, four planes a block, two blocks an SM: 1056 slots): eight of 4.
   EXPECT_EQ(slices("n32c128h56w56k128r31s31p15x15u1x1d1x1g128f32"), std::make_pair(8, 4));
-  // slak_dw51_28 (64x64, two planes a block: 528 slots with the scratch in shared memory,
-  // 1056 without): two slices of 16, or four of 8.
+  // slak_dw51_28 (64x64, two planes a block: 528 slots with both scratch spectra in shared
+  // memory, 792 with g alone, 1056 with neither): two slices of 16, three of 11, or four of 8.
   EXPECT_EQ(slices("n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32"),
-            smem64 ? std::make_pair(2, 16) : std::make_pair(4, 8));
+            spectra64 == 2   ? std::make_pair(2, 16)
+            : spectra64 == 1 ? std::make_pair(3, 11)
+                             : std::make_pair(4, 8));
   // One image alone: one slot.
   EXPECT_EQ(slices("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), std::make_pair(1, 1));
 }
