@@ -201,22 +201,22 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, in
 FusedWgradArgs fused_tiled_wgrad_args(const ConvDesc& d, int size, DType out_dtype, int sms,
                                       FusedTiling* tiling);
 
-/// Whether the backward filter's slots keep their two scratch spectra in shared memory (FFT
-/// sizes up to 64) rather than in the workspace, whose round trips through L2 are most of what
-/// an image costs beyond its transforms. At 64 a block's two planes then take 99 KB, and an SM
-/// holds two blocks instead of four: slak_dw51_28's backward filter ran 0.181 ms against 0.200
-/// (H100, data/results/h100/2026-12-05-wgrad/RUNS.md, run 3). A build may move the bound down to
-/// 32 (-DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=32 in both CMAKE_CXX_FLAGS and CMAKE_CUDA_FLAGS;
-/// scripts/gpu_check.sh's step `ab` times such builds against the default).
+/// Where the backward filter's slots keep their two scratch spectra, dy's (g) and the sum (acc).
+/// Up to FFT size FFTCONV_FUSED_WGRAD_SMEM_MAX_F (32) both sit in shared memory beside the
+/// block's planes. Above that and up to FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F (64), g alone does and
+/// acc lives in the workspace: one spectrum's round trip through L2 an image, for more blocks an
+/// SM (at 64 three instead of two, at 40 and 48 four). slak_dw51_28's backward filter (FFT 64)
+/// ran 0.164 ms with g alone in shared memory against 0.177 with both, in two turns of the same
+/// process pair (H100, data/results/h100/2026-12-07-verify/RUNS.md, run 1), and 0.200 with both
+/// in the workspace (h100/2026-12-05-wgrad, run 3). A build may move either bound (both in
+/// CMAKE_CXX_FLAGS and CMAKE_CUDA_FLAGS, e.g. -DFFTCONV_FUSED_WGRAD_SMEM_MAX_F=64 for both
+/// spectra in shared memory up to 64; scripts/gpu_check.sh's step `ab` times such builds
+/// against the default).
 #ifndef FFTCONV_FUSED_WGRAD_SMEM_MAX_F
-#define FFTCONV_FUSED_WGRAD_SMEM_MAX_F 64
+#define FFTCONV_FUSED_WGRAD_SMEM_MAX_F 32
 #endif
-/// Above that bound and up to FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F (by default the same bound: no
-/// such sizes), a slot keeps dy's spectrum (g) alone in shared memory and the sum (acc) in the
-/// workspace: one spectrum's round trip through L2 an image, for more blocks an SM (at 64 three
-/// instead of two, at 40 and 48 four).
 #ifndef FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F
-#define FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F FFTCONV_FUSED_WGRAD_SMEM_MAX_F
+#define FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F 64
 #endif
 constexpr int kFusedWgradSmemMaxF = FFTCONV_FUSED_WGRAD_SMEM_MAX_F;
 constexpr int kFusedWgradGSmemMaxF = FFTCONV_FUSED_WGRAD_G_SMEM_MAX_F;
@@ -227,7 +227,6 @@ static_assert(kFusedWgradGSmemMaxF >= kFusedWgradSmemMaxF && kFusedWgradGSmemMax
 constexpr int fused_wgrad_smem_spectra(int size) {
   return size <= kFusedWgradSmemMaxF ? 2 : size <= kFusedWgradGSmemMaxF ? 1 : 0;
 }
-constexpr bool fused_wgrad_scratch_in_smem(int size) { return fused_wgrad_smem_spectra(size) == 2; }
 
 /// Workspace bytes of a backward-filter pass (scratch spectra, then the partial windows), each
 /// part 256-byte aligned.

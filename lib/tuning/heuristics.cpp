@@ -246,23 +246,27 @@ double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t pairs, 
   // 1.75 planes as measured on the H200 (data/results/h200/2026-12-04-wgrad/RUNS.md, run 2:
   // landmark_heatmaps_dw68 0.284 ms, replknet_dw31_56 0.419, slak_dw51_28 0.179); with the
   // spectra in shared memory 1.3 at 32 (run 5: replknet_dw31_14 0.087 ms) and 1.45 at 64
-  // (slak_dw51_28 10% faster than with them in L2, H100, h100/2026-12-05-wgrad run 3); the
+  // (slak_dw51_28 10% faster than with them in L2, H100, h100/2026-12-05-wgrad run 3); with g
+  // alone in shared memory (the default from 33 to 64) 1.35, slak_dw51_28 0.164 ms against 0.177
+  // with both (h100/2026-12-07-verify run 1); the
   // inverse at the end half a plane. The slots' work is summed as they hold it (a channel's last
   // slice may be short). Slots too few to fill the SMs take 1.7 times their share
   // (the H200, 128x128: seed3_landmark_same's one slot 0.033 ms, landmark_batch64's 64 slots of
   // one image each 0.038-0.039, 2026-12-04-wgrad runs 2-5; the H100 0.033 and 0.039): costed as
   // the convolution kernel's lone block (2x), their estimate exceeded the staged FFT's on
   // landmark_batch64, which took 0.050 ms.
-  // 16-bit data: the kernel stages x and dy a row at a time (each load waits for the one before:
-  // its conversion sits in the same branch), 3.45 times the fp32 kernel's time on the 64
-  // heatmaps (0.111 ms against 0.032, H100, data/results/h100/2026-12-05-wgrad/RUNS.md, run 4,
-  // where the staged FFT took 0.051).
-  const double kHalfStaging = dtype_size(d.dtype) == 2 ? 3.45 : 1.0;
-  const double kImageWork = kHalfStaging * (!fused_wgrad_scratch_in_smem(size) ? 1.6
-                                            : size <= 32                       ? 1.3
-                                                                               : 1.45);
+  // 16-bit data: 1.3 times the fp32 kernel's time, the raw loads of a batch in flight before
+  // their conversions (landmark_batch64 0.0405-0.0409 ms in fp16 against 0.0310 in fp32, where
+  // the staged FFT took 0.050; H100, h100/2026-12-07-verify run 1). Staged a row at a time, each
+  // load waiting for the one before, it had taken 3.45 times (h100/2026-12-05-wgrad run 4).
+  const double kHalfStaging = dtype_size(d.dtype) == 2 ? 1.3 : 1.0;
+  const int in_smem = fused_wgrad_smem_spectra(size);
+  const double kImageWork = kHalfStaging * (in_smem == 0   ? 1.6
+                                            : in_smem == 1 ? 1.35
+                                            : size <= 32   ? 1.3
+                                                           : 1.45);
   constexpr double kInverseWork = 0.5;
-  constexpr double kLoneSlotFactor = 1.7;
+  constexpr double kLoneSlotFactor = 1.3;
   const double esize = double(dtype_size(d.dtype));
   const double io = double(d.x_elems() + d.y_elems()) * esize;
   const double slots = double(d.c) * chunks;
@@ -482,7 +486,17 @@ bool choose_separable_whole(const ConvDesc& d, Pass pass, SeparableGeometry g, i
   whole.whole = true;
   whole.seg_chunks = (g.h.out + separable::kChunk - 1) / separable::kChunk;
   if (whole.smem_bytes(max_rank) > separable::kMaxStripSmemBytes) return false;
-  return forced || estimate_separable_us(d, pass, whole, 1) < estimate_separable_us(d, pass, g, 1);
+  if (forced) return true;
+  // What the whole form saves is the halo rows each segment stages again, and only where the SMs
+  // are busy: timed against the segments (H100, data/results/h100/2026-12-07-verify/RUNS.md,
+  // run 1, two turns) it took 64 heatmaps of 96x96 with 45x45 in 14.5 us against 18.1 (192
+  // blocks against 576 segments of 32 rows), but one heatmap in 11.1 against 10.4 and eight in
+  // 11.1 against 10.8 (3 and 24 blocks: fewer than the SMs, the segments' extra blocks run
+  // beside each other on idle SMs), and landmark_dw68, whose segments span the plane already,
+  // the same in fp32 (0.242 ms) and 4% slower in fp16.
+  const double blocks = separable_planes(d, pass) * double(whole.blocks_per_plane());
+  if (g.seg_chunks >= whole.seg_chunks || blocks < kSmCount) return false;
+  return estimate_separable_us(d, pass, whole, 1) < estimate_separable_us(d, pass, g, 1);
 }
 
 int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank) {

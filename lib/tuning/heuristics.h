@@ -42,7 +42,9 @@ int choose_separable_tile_h(const ConvDesc& d, Pass pass, SeparableGeometry g, i
 int choose_separable_segment(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank);
 /// Whether the strip kernel's whole-strip form (SeparableGeometry::whole: every output row in
 /// one step) is estimated faster than `g`, the segments choose_separable_segment chose, and
-/// fits in shared memory with factors of rank up to `max_rank`; `forced`: whether it fits.
+/// fits in shared memory with factors of rank up to `max_rank`: only where those segments are
+/// shorter than the plane and the whole form's blocks are at least the SMs. `forced`: whether
+/// it fits.
 bool choose_separable_whole(const ConvDesc& d, Pass pass, SeparableGeometry g, int max_rank,
                             bool forced = false);
 /// Estimated device time, in microseconds, of the direct path (Algo::kDirect) on geometry `g`

@@ -275,10 +275,11 @@ TEST(Fused, AutoFollowsTheMeasuredWinnerForTheBackwardFilter) {
   EXPECT_EQ(order, (std::vector<Algo>{Algo::kFft, Algo::kFftFused}));
 }
 
-// 16-bit data: the fused backward filter stages its planes a row at a time; on the 64 heatmaps
-// in fp16 it took 0.111 ms against the staged FFT's 0.051, where in fp32 it took 0.032 (H100,
-// data/results/h100/2026-12-05-wgrad/RUNS.md, run 4).
-TEST(Fused, AutoLeavesTheHalfHeatmapsBackwardFilterToTheStagedFft) {
+// 16-bit data: the fused backward filter stages its planes with a batch's raw loads in flight
+// before their conversions; on the 64 heatmaps in fp16 it took 0.041 ms against the staged FFT's
+// 0.050, where in fp32 it took 0.031 (H100, data/results/h100/2026-12-07-verify/RUNS.md, run 1).
+// Staged a row at a time it had taken 0.111 (h100/2026-12-05-wgrad, run 4).
+TEST(Fused, AutoGivesTheHalfHeatmapsBackwardFilterToTheFusedPath) {
   Options o;
   o.backend = Backend::kGpu;
   o.pass = Pass::kBackwardFilter;
@@ -286,7 +287,7 @@ TEST(Fused, AutoLeavesTheHalfHeatmapsBackwardFilterToTheStagedFft) {
             Algo::kFftFused);
   for (const char* s :
        {"n64c1h96w96k1r45s45p22x22u1x1d1x1g1f16", "n64c1h96w96k1r45s45p22x22u1x1d1x1g1bf16"}) {
-    EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFft) << s;
+    EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFftFused) << s;
   }
 }
 
