@@ -496,8 +496,9 @@ if step direct; then
       >"$OUT/direct-$algo.txt" 2>&1 || status=1
     cat "$OUT/direct-$algo.txt"
   done
-  # The backward filter's two layouts on the same rows, in turns taps rows taps rows (the rows
-  # layout is taken only where FFTCONV_DIRECT_WGRAD=rows; lib/direct/direct_conv.h).
+  # The backward filter's two layouts on the same rows, in turns taps rows taps rows (plans take
+  # the rows layout where it applies, the taps layout with FFTCONV_DIRECT_WGRAD=taps;
+  # lib/direct/direct_conv.h).
   for turn in 1 2; do
     for layout in taps rows; do
       # shellcheck disable=SC2086

@@ -331,7 +331,7 @@ DirectWgradGeometry direct_wgrad_rows_geometry(const ConvDesc& d, int sm_count,
 DirectWgradGeometry choose_direct_wgrad_geometry(const ConvDesc& d, int sm_count,
                                                  std::size_t workspace_limit) {
   const char* layout = std::getenv("FFTCONV_DIRECT_WGRAD");
-  if (layout != nullptr && std::strcmp(layout, "rows") == 0) {
+  if (layout == nullptr || std::strcmp(layout, "taps") != 0) {
     const DirectWgradGeometry rows = direct_wgrad_rows_geometry(d, sm_count);
     if (rows.partial_bytes() <= workspace_limit) return rows;
   }

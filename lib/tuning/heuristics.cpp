@@ -413,11 +413,13 @@ double estimate_direct_kernel_us(const ConvDesc& d, const DirectGeometry& g, int
 constexpr double kDirectWgradMacsPerUsPerSm = kDirectMacsPerUsPerSm / 6.0;
 
 namespace {
-// The rows layout (not yet measured on a GPU): a thread's run slides in registers, 24 shared
-// loads a 64 multiply-adds, so the estimate takes the forward kernel's rate
-// (kDirectMacsPerUsPerSm) for the threads' multiply-adds, whole warps and padded taps counted,
-// kDirectLoadMacs for each staged element, and a step's staging latency and two barriers
-// (kDirectChannelUs); with several parts, the partial sum (its reads and writes, and a launch).
+// The rows layout: a thread's run slides in registers, 24 shared loads a 64 multiply-adds, so
+// the estimate takes the forward kernel's rate (kDirectMacsPerUsPerSm) for the threads'
+// multiply-adds, whole warps and padded taps counted, kDirectLoadMacs for each staged element,
+// and a step's staging latency and two barriers (kDirectChannelUs); with several parts, the
+// partial sum (its reads and writes, and a launch). Measured on the H100
+// (data/results/h100/2026-12-07-verify/RUNS.md, run 1): the single heatmap 14.1 us (estimated
+// 17.9), odd_rect 172 us (177); the taps layout 32.6 (27.1) and 505 (502).
 double estimate_direct_wgrad_rows_us(const ConvDesc& d, const DirectWgradGeometry& g, double sms) {
   const double steps = double(g.rows_per_part) * g.q_tiles;
   const double step_work = double(g.threads) * g.tile_q * direct::kWgradTaps +

@@ -280,13 +280,16 @@ TEST(DirectProgram, BackwardFilterRowsGeometry) {
   EXPECT_GE(tg.parts, 2);
   EXPECT_GT(tg.rows_per_part, 0);
   EXPECT_GE(std::int64_t(tg.parts) * tg.rows_per_part, tall.n * tall.out_h());
-  // Plans take the layout only where FFTCONV_DIRECT_WGRAD=rows and its partials fit the
-  // workspace limit.
-  setenv("FFTCONV_DIRECT_WGRAD", "rows", 1);
+  // Plans take the layout where its partials fit the workspace limit, unless
+  // FFTCONV_DIRECT_WGRAD=taps.
+  unsetenv("FFTCONV_DIRECT_WGRAD");
   EXPECT_TRUE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
   EXPECT_FALSE(detail::choose_direct_wgrad_geometry(landmark, 132, 1000).rows);
-  unsetenv("FFTCONV_DIRECT_WGRAD");
+  setenv("FFTCONV_DIRECT_WGRAD", "taps", 1);
   EXPECT_FALSE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
+  setenv("FFTCONV_DIRECT_WGRAD", "rows", 1);
+  EXPECT_TRUE(detail::choose_direct_wgrad_geometry(landmark, 132, SIZE_MAX).rows);
+  unsetenv("FFTCONV_DIRECT_WGRAD");
   const DirectWgradGeometry wide =
       detail::direct_wgrad_rows_geometry(ConvDesc::parse("n2c2h20w600k4r5s33p2x16u1x2d1x1g2f32"), 132, 1);
   EXPECT_EQ(wide.tile_q, 128);
@@ -383,12 +386,10 @@ TEST(DirectProgram, SupportRules) {
 namespace fftconv {
 namespace {
 
-// Auto's estimates (device-free): the direct path first for one heatmap's forward pass, not for
-// its backward filter, nor for 64 of them nor for the depthwise rows, whose multiply-adds the FFT
-// saves.
+// Auto's estimates (device-free): the direct path first for one heatmap's forward pass and its
+// backward filter (rows layout), not for 64 of them nor for the depthwise rows, whose
+// multiply-adds the FFT saves.
 TEST(DirectProgram, AutoRanksItForOnePlaneOnly) {
-  // The backward filter's measured taps layout: with FFTCONV_DIRECT_WGRAD=rows the estimate of
-  // the rows layout (17.9 us, not measured) ranks the direct path first for the single plane.
   unsetenv("FFTCONV_DIRECT_WGRAD");
   Options o;
   const ConvDesc one = ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32");
@@ -412,10 +413,15 @@ TEST(DirectProgram, AutoRanksItForOnePlaneOnly) {
     }
     std::printf("[ ranking  ] %s %s:%s\n", one.to_string().c_str(), pass_name(p), ranking.c_str());
   }
-  // Its backward filter took 33 us on the H200 against 23 us for the FFT path's.
+  // Its backward filter in the rows layout (estimated 17.9 us) took 14.1 us on the H100 against
+  // 25 for the staged FFT's; the taps layout 33 us on the H200 and the H100, which Auto does not
+  // rank first (FFTCONV_DIRECT_WGRAD=taps).
   Options wo;
   wo.pass = Pass::kBackwardFilter;
+  EXPECT_EQ(detail::auto_first_choice(one, wo), Algo::kDirect);
+  setenv("FFTCONV_DIRECT_WGRAD", "taps", 1);
   EXPECT_NE(detail::auto_first_choice(one, wo), Algo::kDirect);
+  unsetenv("FFTCONV_DIRECT_WGRAD");
   EXPECT_NE(detail::auto_first_choice(ConvDesc::parse("n64c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), o),
             Algo::kDirect);
   EXPECT_NE(

@@ -265,8 +265,8 @@ TEST(Fused, AutoFollowsTheMeasuredWinnerForTheBackwardFilter) {
         "n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32"}) {
     EXPECT_EQ(detail::auto_first_choice(ConvDesc::parse(s), o), Algo::kFftFused) << s;
   }
-  // The single plane: staged before fused (the direct path, estimated cheaper still, is not
-  // measured yet: DirectProgram.AutoRanksItForOnePlaneOnly).
+  // The single plane: staged before fused, the direct path (rows layout) before both
+  // (DirectProgram.AutoRanksItForOnePlaneOnly).
   std::vector<Algo> order;
   for (const detail::RankedAlgo& r :
        detail::auto_ranking(ConvDesc::parse("n1c1h96w96k1r45s45p22x22u1x1d1x1g1f32"), o)) {
