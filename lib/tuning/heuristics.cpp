@@ -250,15 +250,15 @@ double estimate_fused_wgrad_us(const ConvDesc& d, int size, std::int64_t pairs, 
   // alone in shared memory (the default from 33 to 64) 1.35, slak_dw51_28 0.164 ms against 0.177
   // with both (h100/2026-12-07-verify run 1); the
   // inverse at the end half a plane. The slots' work is summed as they hold it (a channel's last
-  // slice may be short). Slots too few to fill the SMs take 1.7 times their share
-  // (the H200, 128x128: seed3_landmark_same's one slot 0.033 ms, landmark_batch64's 64 slots of
-  // one image each 0.038-0.039, 2026-12-04-wgrad runs 2-5; the H100 0.033 and 0.039): costed as
-  // the convolution kernel's lone block (2x), their estimate exceeded the staged FFT's on
-  // landmark_batch64, which took 0.050 ms.
-  // 16-bit data: 1.3 times the fp32 kernel's time, the raw loads of a batch in flight before
-  // their conversions (landmark_batch64 0.0405-0.0409 ms in fp16 against 0.0310 in fp32, where
-  // the staged FFT took 0.050; H100, h100/2026-12-07-verify run 1). Staged a row at a time, each
-  // load waiting for the one before, it had taken 3.45 times (h100/2026-12-05-wgrad run 4).
+  // slice may be short). Slots too few to fill the SMs take 1.3 times their share:
+  // landmark_batch64's 64 slots of one 128x128 image each took 0.031 ms on the H100
+  // (h100/2026-12-07-verify run 1), where 1.7 (fitted to 0.038-0.039 before, H200 2026-12-04-wgrad
+  // runs 2-5) estimated 0.041; costed as the convolution kernel's lone block (2x), their estimate
+  // had exceeded the staged FFT's, which took 0.050 ms. 16-bit data: 1.3 times the fp32 kernel's
+  // time, the raw loads of a batch in flight before their conversions (landmark_batch64
+  // 0.0405-0.0409 ms in fp16 against 0.0310 in fp32, where the staged FFT took 0.050; H100,
+  // h100/2026-12-07-verify run 1). Staged a row at a time, each load waiting for the one before, it
+  // had taken 3.45 times (h100/2026-12-05-wgrad run 4).
   const double kHalfStaging = dtype_size(d.dtype) == 2 ? 1.3 : 1.0;
   const int in_smem = fused_wgrad_smem_spectra(size);
   const double kImageWork = kHalfStaging * (in_smem == 0   ? 1.6
