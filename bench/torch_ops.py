@@ -89,7 +89,7 @@ import torch_baseline as tb  # noqa: E402  (the shape CSVs, JSON entries and con
 
 PASSES = ("fwd", "dgrad", "wgrad", "step")
 DTYPES = tuple(tb.DTYPES)  # f32, f16, bf16
-ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "direct", "cudnn")
+ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "direct", "cudnn", "implicit_gemm")
 FLUSH_BYTES = 256 << 20
 HOST_BATCH = 25
 # What a provider's call may raise and still leave the run going.

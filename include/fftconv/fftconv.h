@@ -54,7 +54,8 @@ typedef enum fftconv_algo {
   FFTCONV_ALGO_FFT_TILED = 3,
   FFTCONV_ALGO_FFT_FUSED = 4,
   FFTCONV_ALGO_SEPARABLE = 5, /* kept low-rank filters as 1-D passes (fftconv::Algo::kSeparable) */
-  FFTCONV_ALGO_DIRECT = 6     /* each output summed over its taps (fftconv::Algo::kDirect) */
+  FFTCONV_ALGO_DIRECT = 6,    /* each output summed over its taps (fftconv::Algo::kDirect) */
+  FFTCONV_ALGO_IMPLICIT_GEMM = 7 /* backward filter on tensor cores, 3xTF32 (Algo::kImplicitGemm) */
 } fftconv_algo_t;
 
 /* Same values as fftconv::Pass: one pass per plan. */

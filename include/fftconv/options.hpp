@@ -24,9 +24,11 @@ enum class Algo : int {
                    ///< backward data; set_filter only: see Options::kept_separable)
   kDirect = 6,     ///< each output summed over its taps in one kernel, for problems too small for
                    ///< the FFT's launches to pay (every pass; backward data with unit stride)
+  kImplicitGemm = 7,  ///< the backward filter of fp32 data as an implicit GEMM per group on the
+                      ///< tensor cores in the 3xTF32 split (fp32 accuracy); a build with CUTLASS
 };
 
-/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable", "direct".
+/// "auto", "fft", "cudnn", "fft_tiled", "fft_fused", "separable", "direct", "implicit_gemm".
 FFTCONV_API const char* algo_name(Algo a) noexcept;
 /// Parses an algo name; throws Error(kInvalidArgument) otherwise.
 FFTCONV_API Algo parse_algo(const std::string& name);

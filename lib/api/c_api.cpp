@@ -33,6 +33,8 @@ static_assert(same(FFTCONV_STATUS_INTERNAL, static_cast<int>(fftconv::Status::kI
                   same(FFTCONV_ALGO_FFT_TILED, static_cast<int>(fftconv::Algo::kFftTiled)) &&
                   same(FFTCONV_ALGO_SEPARABLE, static_cast<int>(fftconv::Algo::kSeparable)) &&
                   same(FFTCONV_ALGO_DIRECT, static_cast<int>(fftconv::Algo::kDirect)) &&
+                  same(FFTCONV_ALGO_IMPLICIT_GEMM,
+                       static_cast<int>(fftconv::Algo::kImplicitGemm)) &&
                   same(FFTCONV_PASS_BACKWARD_FILTER,
                        static_cast<int>(fftconv::Pass::kBackwardFilter)) &&
                   same(FFTCONV_BACKEND_AUTO, static_cast<int>(fftconv::Backend::kAuto)) &&

@@ -47,7 +47,7 @@ void check_enum(E value, E first, E last, const char* field) {
 }
 
 void check_options(const Options& o) {
-  check_enum(o.algo, Algo::kAuto, Algo::kDirect, "Options::algo");
+  check_enum(o.algo, Algo::kAuto, Algo::kImplicitGemm, "Options::algo");
   check_enum(o.cudnn_search, CudnnSearch::kFind, CudnnSearch::kAuto, "Options::cudnn_search");
   check_enum(o.tuning, Tuning::kHeuristic, Tuning::kExhaustive, "Options::tuning");
   check_enum(o.pass, Pass::kForward, Pass::kBackwardFilter, "Options::pass");
@@ -112,6 +112,8 @@ std::string Plan::describe() const {
     s += " 1-D passes";
   } else if (i.algo == Algo::kDirect) {
     s += " direct";
+  } else if (i.algo == Algo::kImplicitGemm) {
+    s += " implicit gemm";
   } else {
     s += " cudnn=" + i.cudnn_algo + "/" + i.cudnn_math;
   }

@@ -38,7 +38,7 @@ constexpr Named<Algo> kAlgoNames[] = {
     {Algo::kAuto, "auto"},           {Algo::kFft, "fft"},
     {Algo::kFftTiled, "fft_tiled"},  {Algo::kFftFused, "fft_fused"},
     {Algo::kSeparable, "separable"}, {Algo::kDirect, "direct"},
-    {Algo::kCudnn, "cudnn"}};
+    {Algo::kCudnn, "cudnn"},         {Algo::kImplicitGemm, "implicit_gemm"}};
 constexpr Named<Pass> kPassNames[] = {
     {Pass::kForward, "fwd"}, {Pass::kBackwardData, "dgrad"}, {Pass::kBackwardFilter, "wgrad"}};
 constexpr Named<Backend> kBackendNames[] = {

@@ -663,6 +663,24 @@ const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, std::size_t
   return cgemm_kernels().front();
 }
 
+// The implicit-GEMM backward filter (lib/igemm): its channels-last copies of x and dy (read and
+// written at the streaming rate) and of dw back, the groups' GEMMs one after the other at the
+// 3xTF32 rate of the tensor-core tilings above (padded tiles, in whole waves of two blocks an SM)
+// and its launches: the two copies, per group the GEMM and, with split-K slices, the
+// semaphores' reset, and dw's copy back. Not yet measured: the rate is the tensor-core
+// tilings' (an expectation).
+double estimate_igemm_wgrad_us(const IgemmWgradGeometry& g, int sm_count) {
+  const double copies = 4.0 * (double(g.n) * g.groups * g.cg * g.h * g.w + double(g.x_floats()) +
+                               double(g.n) * g.groups * g.kg * g.out_h * g.out_w +
+                               double(g.dy_floats()) + 2.0 * double(g.dw_floats()));
+  const double blocks = double(g.tiles_m() * g.tiles_n()) * g.split_k;
+  const double per_wave = 2.0 * std::max(1, sm_count);
+  const double fill = std::ceil(blocks / per_wave) * per_wave / blocks;
+  const double gemm = fill * 2.0 * g.padded_macs() / kTcFlopsPerUs;
+  const double launches = 3.0 + g.groups * (g.split_k > 1 ? 2.0 : 1.0);
+  return copies / kStreamBytesPerUs + gemm + launches * kLaunchUs;
+}
+
 AlgoEstimate compare_fft_direct(const ConvDesc& d, const FftGeometry& g) {
   AlgoEstimate e;
   e.fft_us = estimate_fft_us(d, g);

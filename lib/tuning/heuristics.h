@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "direct/direct_conv.h"
 #include "fftconv/conv_desc.hpp"
 #include "fftconv/options.hpp"
 #include "gemm/cgemm.h"
 #include "geometry/fft_geometry.h"
-#include "direct/direct_conv.h"
+#include "igemm/igemm_wgrad.h"
 #include "separable/separable_conv.h"
 
 namespace fftconv::detail {
@@ -57,6 +58,8 @@ double estimate_direct_wgrad_us(const ConvDesc& d, const DirectWgradGeometry& g,
 /// The tile width (one of direct::kTileWidths) with the lowest estimate whose window fits
 /// shared memory (ties: the wider); direct_support must hold.
 DirectGeometry choose_direct_geometry(const ConvDesc& d, Pass pass, int sm_count);
+/// Estimated device time of the implicit-GEMM backward filter (Algo::kImplicitGemm) on `g`.
+double estimate_igemm_wgrad_us(const IgemmWgradGeometry& g, int sm_count);
 /// Estimated device time of a direct (cuDNN) convolution of `pass`, in microseconds.
 double estimate_direct_us(const ConvDesc& d, Pass pass = Pass::kForward);
 

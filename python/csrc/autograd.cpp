@@ -84,8 +84,8 @@ struct Params {
   Params(at::IntArrayRef st, at::IntArrayRef pa, at::IntArrayRef di, int64_t g, c10::string_view a,
          c10::string_view m)
       : stride(st), padding(pa), dilation(di), groups(g) {
-    for (const char* name :
-         {"auto", "fft", "fft_tiled", "fft_fused", "separable", "direct", "cudnn"}) {
+    for (const char* name : {"auto", "fft", "fft_tiled", "fft_fused", "separable", "direct",
+                             "cudnn", "implicit_gemm"}) {
       if (a == name) algo = name;
     }
     if (!algo) algo_text = std::string(a);

@@ -747,13 +747,13 @@ at::Tensor aten_weight_grad(const at::Tensor& dy, const at::Tensor& x, at::IntAr
 Algo parse_algo_arg(const char* op, c10::string_view algo) {
   // Compared in place (parse_algo would build a std::string per call).
   for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable,
-                 Algo::kDirect, Algo::kCudnn}) {
+                 Algo::kDirect, Algo::kCudnn, Algo::kImplicitGemm}) {
     if (algo == algo_name(a)) return a;
   }
   TORCH_CHECK_VALUE(
       false, op, ": unknown algo '", algo,
       "'; expected one of 'auto', 'fft', 'fft_tiled', 'fft_fused', 'separable', 'direct', "
-      "'cudnn'");
+      "'cudnn', 'implicit_gemm'");
 }
 
 // nn.Conv2d's padding_mode: what the padding holds.
@@ -784,6 +784,9 @@ bool implements(Algo algo, const ConvDesc& d, Pass pass) {
 // forward pass's), so that a model trained with either still gets every gradient.
 Algo pass_algo(Algo algo, Pass pass, const ConvDesc& d) {
   if (algo == Algo::kFftTiled && pass != Pass::kForward) return Algo::kFft;
+  // The implicit-GEMM path is the backward filter's: Auto chooses the other passes (the forward
+  // pass too, where conv2d asks without pass_algo); a backward filter it cannot run says why.
+  if (algo == Algo::kImplicitGemm && pass != Pass::kBackwardFilter) return Algo::kAuto;
   if (algo == Algo::kSeparable && pass == Pass::kBackwardFilter) return Algo::kFft;
   // The direct path's passes: every one but a strided backward data.
   if (algo == Algo::kDirect && !implements(algo, d, pass)) return Algo::kFft;
@@ -840,8 +843,8 @@ at::Tensor conv2d_kernel(const at::Tensor& input, const at::Tensor& weight,
   const at::Tensor w = weight.contiguous();
   const at::Tensor b = bias && bias->defined() ? bias->contiguous() : at::Tensor();
   const cudaStream_t stream = current_stream(*backend, x);
-  const Resolved r = resolve(d, Pass::kForward, algo, *backend, cache_index(*backend, x),
-                             frozen_filter(weight), w, stream);
+  const Resolved r = resolve(d, Pass::kForward, algo == Algo::kImplicitGemm ? Algo::kAuto : algo,
+                             *backend, cache_index(*backend, x), frozen_filter(weight), w, stream);
   const std::optional<at::Tensor> bo = b.defined() ? std::optional<at::Tensor>(b) : std::nullopt;
   if (r.entry->settle_pending) {
     at::Tensor ty;

@@ -13,7 +13,7 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _compiling = torch.compiler.is_compiling
 _function_mode = torch._C._is_torch_function_mode_enabled
 
-ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "direct", "cudnn")
+ALGOS = ("auto", "fft", "fft_tiled", "fft_fused", "separable", "direct", "cudnn", "implicit_gemm")
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
@@ -54,7 +54,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     pass), ``"separable"`` (a frozen low-rank filter as 1-D passes; forward and
     input gradient; Auto picks it by itself for frozen filters where it pays), ``"direct"``
     (each output summed over its taps in one kernel, for one or a few planes; every pass, the
-    input gradient with unit stride) or ``"cudnn"`` (the engine's cuDNN path). float32, float16 and bfloat16 run in the engine (fp32
+    input gradient with unit stride), ``"cudnn"`` (the engine's cuDNN path) or
+    ``"implicit_gemm"`` (the weight gradient of float32 data as one tensor-core GEMM per group in
+    the 3xTF32 split, float32's accuracy; the other passes as ``"auto"``; a build with CUTLASS). float32, float16 and bfloat16 run in the engine (fp32
     arithmetic inside); other floating types go to ``aten.convolution``.
     """
     # The common call, checked in C++: plain tensors, a 4-D input, numeric padding, eager mode.

@@ -211,8 +211,8 @@ TEST(Algo, UnknownNamesListTheAcceptedOnes) {
     parse_algo("winograd");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "(expected auto, fft, fft_tiled, fft_fused, separable, direct or cudnn)"),
+    EXPECT_NE(std::string(e.what()).find("(expected auto, fft, fft_tiled, fft_fused, separable, "
+                                         "direct, cudnn or implicit_gemm)"),
               std::string::npos)
         << e.what();
   }

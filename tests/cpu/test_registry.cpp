@@ -52,7 +52,7 @@ TEST(Registry, EntriesAreDistinctAndCoverEveryAlgoPerBackend) {
     EXPECT_TRUE(algo_backend.insert({int(f->algo()), int(f->backend())}).second) << f->name();
   }
   for (Algo a : {Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable, Algo::kDirect,
-                 Algo::kCudnn}) {
+                 Algo::kCudnn, Algo::kImplicitGemm}) {
     EXPECT_TRUE(algo_backend.count({int(a), int(Backend::kGpu)})) << algo_name(a);
   }
   EXPECT_TRUE(algo_backend.count({int(Algo::kFft), int(Backend::kCpu)}));
@@ -473,7 +473,7 @@ TEST(Registry, ForcedGpuAlgorithmOnCpuNamesWhatRuns) {
 
 TEST(EnumNames, RoundTrip) {
   for (Algo a : {Algo::kAuto, Algo::kFft, Algo::kFftTiled, Algo::kFftFused, Algo::kSeparable,
-                 Algo::kDirect, Algo::kCudnn}) {
+                 Algo::kDirect, Algo::kCudnn, Algo::kImplicitGemm}) {
     EXPECT_EQ(parse_algo(algo_name(a)), a);
   }
   for (CudnnSearch s :
