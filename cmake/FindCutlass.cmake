@@ -2,8 +2,8 @@
 #
 # Looks in CUTLASS_ROOT (variable or environment: a CUTLASS checkout or install, with
 # include/cutlass/cutlass.h), then in the Python package nvidia-cutlass (`pip install
-# nvidia-cutlass`, which ships the headers under cutlass_library/source/include) of the python3
-# on PATH.
+# nvidia-cutlass`, which ships the headers under cutlass_library/source/include; found without
+# importing it, so `pip install --no-deps` suffices) of the python3 on PATH.
 #
 # Result: Cutlass_FOUND, CUTLASS_INCLUDE_DIR, CUTLASS_VERSION and the target Cutlass::Cutlass.
 
@@ -18,7 +18,7 @@ if(NOT CUTLASS_INCLUDE_DIR)
   if(_cutlass_python)
     execute_process(
       COMMAND "${_cutlass_python}" -c
-              "import os, cutlass_library; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source', 'include'))"
+              "import importlib.util as u, os; s = u.find_spec('cutlass_library'); print(os.path.join(os.path.dirname(s.origin), 'source', 'include'))"
       OUTPUT_VARIABLE _cutlass_py_include OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
       RESULT_VARIABLE _cutlass_py_rc)
     if(_cutlass_py_rc EQUAL 0 AND _cutlass_py_include)
