@@ -83,8 +83,11 @@ class ImplicitGemmFactory final : public AlgoFactory {
     return estimate_igemm_wgrad_us(g, current_sm_count());
   }
 
-  std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options&, bool,
+  std::unique_ptr<ConvAlgo> create(const ConvDesc& d, const Options& o, bool,
                                    std::string* reason) const override {
+    // A forced plan comes here without can_implement: what it refuses is an error here.
+    const Support s = can_implement(d, o);
+    if (!s.ok()) throw Error(s.status, s.reason + " [" + d.to_string() + "]");
 #if FFTCONV_WITH_CUTLASS
     const IgemmWgradGeometry g = igemm_wgrad_geometry(d, current_sm_count());
     if (reason) *reason = igemm_wgrad_text(g);
@@ -92,9 +95,8 @@ class ImplicitGemmFactory final : public AlgoFactory {
     check_device_memory(*algo);
     return algo;
 #else
-    (void)d;
     (void)reason;
-    throw Error(Status::kNotSupported, "the implicit-GEMM path was not built (no CUTLASS)");
+    return nullptr;  // (can_implement refused above)
 #endif
   }
 };
