@@ -1,5 +1,7 @@
 // The fused path's size rule and kernel arguments per pass (host side of lib/fused).
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
@@ -161,6 +163,8 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, in
   a.x_geo = with_window(x_at_padding(d), d.r, d.s, 0, 0, d.dil_h, d.dil_w, false);
   a.dy_geo = dy_spread(d);
   slice_pairs(a, sms);
+  const char* sum = std::getenv("FFTCONV_FUSED_WGRAD_SUM");
+  a.sum_rows = sum != nullptr && std::strcmp(sum, "rows") == 0;
   return a;
 }
 
