@@ -1,5 +1,7 @@
 // The fused path's size rule and kernel arguments per pass (host side of lib/fused).
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "fused/fused_conv.h"
 #include "geometry/fft_geometry.h"
@@ -85,10 +87,10 @@ FusedConvArgs fused_conv_args(const ConvDesc& d, Pass pass, int size) {
   a.size = size;
   // Forward: the correlation read with the stride, wrapping past the period; backward data:
   // the convolution read at the padding.
-  a.geo = pass == Pass::kForward
-              ? with_window(x_at_padding(d), d.out_h(), d.out_w(), 0, 0, d.stride_h, d.stride_w,
-                            true)
-              : with_window(dy_spread(d), d.h, d.w, d.pad_h, d.pad_w, 1, 1, false);
+  a.geo =
+      pass == Pass::kForward
+          ? with_window(x_at_padding(d), d.out_h(), d.out_w(), 0, 0, d.stride_h, d.stride_w, true)
+          : with_window(dy_spread(d), d.h, d.w, d.pad_h, d.pad_w, 1, 1, false);
   return a;
 }
 
@@ -161,6 +163,15 @@ FusedWgradArgs fused_wgrad_args(const ConvDesc& d, int size, DType out_dtype, in
   a.x_geo = with_window(x_at_padding(d), d.r, d.s, 0, 0, d.dil_h, d.dil_w, false);
   a.dy_geo = dy_spread(d);
   slice_pairs(a, sms);
+  // The window's rows summed where they are half the plane or less: the sum's round trip of R
+  // rows instead of F pays for a column transform more an image there. H100, in turns, two
+  // each (data/results/h100/2026-12-07b/RUNS.md, run 8): landmark_heatmaps_dw68 0.282 against
+  // 0.314 ms (45 of 128 rows), replknet_dw31_56 0.196 against 0.240 (31 of 72); where the window
+  // is most of the plane it loses: slak_dw51_28 0.177 against 0.166 (51 of 64),
+  // replknet_dw31_14 0.096 against 0.086 (31 of 32). $FFTCONV_FUSED_WGRAD_SUM at plan time
+  // forces it: "rows" or "spectrum".
+  const char* sum = std::getenv("FFTCONV_FUSED_WGRAD_SUM");
+  a.sum_rows = sum != nullptr ? std::strcmp(sum, "rows") == 0 : 2 * a.x_geo.out_h <= size;
   return a;
 }
 

@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_wgrad_kernel
   const std::int64_t dy_plane = std::int64_t(dyg.src_h) * dyg.src_w;
   fused::fused_wgrad_program<F>(
       bp.ex, bp.buf, fused::WholeWgradGeos{xg, dyg}, xg, scratch.g, scratch.acc,
-      a.per_chunk, s.count, s.active, a.scale,
+      a.per_chunk, s.count, s.active, a.scale, a.sum_rows,
       [&](int i) {
         return ColumnCopy{a.x, a.dtype, (std::int64_t(s.first + i) * a.c + s.channel) * x_plane,
                           xg.src_w};
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(kThreads<F>, kMinBlocks<F>) fused_tiled_wgrad_
   };
   fused::fused_wgrad_program<F>(
       bp.ex, bp.buf, geos, a.x_geo, scratch.g, scratch.acc, a.per_chunk, s.count,
-      s.active, a.scale,
+      s.active, a.scale, a.sum_rows,
       [&](int i) {
         return ColumnCopy{a.x, a.dtype, plane(i) * x_plane + geos.pair(i).x_offset, t.src_w};
       },

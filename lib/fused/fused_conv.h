@@ -135,6 +135,11 @@ struct FusedWgradArgs {
   /// With chunks > 1: the sum kernel launched as the slots kernel's programmatic dependent
   /// (partial_sum_can_be_dependent), so that its launch overlaps the slots' tail.
   bool sum_after_slots = false;
+  /// Slots of several pairs add each product's rows that the window reads (x_geo.out_h rows,
+  /// after the product's column transform) instead of its spectrum (fused_wgrad_program);
+  /// fused_wgrad_args sets it where those rows are half of F or fewer ($FFTCONV_FUSED_WGRAD_SUM
+  /// "rows" or "spectrum" at plan time forces it either way).
+  bool sum_rows = false;
 #if defined(__CUDACC__)
   __host__ __device__
 #endif

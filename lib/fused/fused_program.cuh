@@ -531,6 +531,40 @@ FFTCONV_DFT_HD void move_spectrum(int t, const float2* src, float2* dst, bool ad
   }
 }
 
+/// Thread t's share of the rows the output window reads (lags: out_h rows from read_off_h at
+/// read_stride_h, which do not wrap), between the plane's buffer (spec, each row at its place)
+/// and a compact sum (rows, out_h rows of Layout<F>::kPitch values): into the sum (`add`: onto
+/// it) or, `back`, from it to their places. The loads of kBatch places go before their stores
+/// (rows may be global memory), as move_spectrum's.
+template <int F>
+FFTCONV_DFT_HD void move_read_rows(int t, float2* spec, float2* rows, const PlaneGeometry& lags,
+                                   bool back, bool add) {
+  constexpr int P = Layout<F>::kPitch, kBatch = 8;
+  const int total = lags.out_h * P;
+  for (int e0 = t; e0 < total; e0 += kBatch * F) {
+    float2 v[kBatch], d[kBatch];
+    int at[kBatch];
+    FFTCONV_DFT_UNROLL
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * F;
+      const int r = e / P;
+      at[j] = (lags.read_off_h + r * lags.read_stride_h) * P + (e - r * P);
+      v[j] = e < total ? (back ? rows[e] : spec[at[j]]) : make_float2(0.0f, 0.0f);
+      d[j] = e < total && add && !back ? rows[e] : make_float2(0.0f, 0.0f);
+    }
+    FFTCONV_DFT_UNROLL
+    for (int j = 0; j < kBatch; ++j) {
+      const int e = e0 + j * F;
+      if (e >= total) continue;
+      if (back) {
+        spec[at[j]] = v[j];
+      } else {
+        rows[e] = cadd(v[j], d[j]);
+      }
+    }
+  }
+}
+
 /// The geometries of the backward filter's pairs over whole planes: x at the padding with the
 /// kernel's lags as its output window, dy spread by the stride at the origin, the same for every
 /// image (fused_wgrad_program's Geos; a tiled pass has its own, one pair per tile).
@@ -547,15 +581,20 @@ struct WholeWgradGeos {
 /// (copy_x(i), geos.x(i)) multiplied by it bin by bin and split for the inverse, in place, and
 /// added to acc (the first pair writes it); last, acc transformed back and the window `lags`
 /// stored (store); a slot of one pair (jobs_images 1) transforms its product back where it
-/// stands, without acc. g and acc are the slot's own. Jobs of pairs at or past `count` (a shorter
-/// slice than its block's others) do no work but keep the block's synchronisations. One loop
-/// over the jobs, one transform step a turn: one copy of the DFT's code.
+/// stands, without acc. With `sum_rows` (lags not wrapping) each product's columns are
+/// transformed back at once and only the rows the window reads are added, to acc as lags.out_h
+/// compact rows, and the last job transforms those rows alone: a column transform more an image
+/// for acc's round trips of lags.out_h rows instead of F. g and acc are the slot's own. Jobs of
+/// pairs at or past `count` (a shorter slice than its block's others) do no work but keep the
+/// block's synchronisations. One loop over the jobs, one transform step a turn: one copy of the
+/// DFT's code.
 #pragma nv_exec_check_disable
 template <int F, class Exec, class Geos, class CopyX, class CopyDy, class Store>
 FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
                                         const PlaneGeometry& lags, float2* g, float2* acc,
                                         int jobs_images, int count, bool active, float scale,
-                                        CopyX&& copy_x, CopyDy&& copy_dy, Store&& store) {
+                                        bool sum_rows, CopyX&& copy_x, CopyDy&& copy_dy,
+                                        Store&& store) {
   using L = Line<F / 2>;
   float2* spec = reinterpret_cast<float2*>(buf);
 #if defined(__CUDA_ARCH__)
@@ -581,10 +620,15 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
     };
     // A slot of one pair inverts its product where it stands: no sum to keep in acc.
     const bool one_pair = jobs_images == 1;
+    const bool rows = sum_rows && !one_pair;  // the products' kept rows summed
     ex.each([&](int t, L&) {
       if (!on) return;
       if (inverse) {
-        if (!one_pair) move_spectrum<F>(t, acc, spec, false);
+        if (rows) {
+          move_read_rows<F>(t, spec, acc, lags, true, false);
+        } else if (!one_pair) {
+          move_spectrum<F>(t, acc, spec, false);
+        }
       } else if (dy_job) {
         stage_source<F>(t, buf, geos.dy(image), copy_dy(image));
       } else {
@@ -592,8 +636,9 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
       }
     });
     ex.sync();
-    const int first = inverse ? kColsInverse : kRowsForward;
-    const int last = inverse ? kRowsInverse : kColsForward;
+    const int first = inverse ? (rows ? kRowsInverse : kColsInverse) : kRowsForward;
+    const int last = inverse || (rows && !dy_job) ? (inverse ? kRowsInverse : kColsInverse)
+                                                  : kColsForward;
 #if defined(__CUDA_ARCH__)
 #pragma unroll 1
 #endif
@@ -602,24 +647,27 @@ FFTCONV_DFT_HD void fused_wgrad_program(Exec& ex, float* buf, const Geos& geos,
       ex.sync();
       ex.each([&](int t, L& l) { step_store<F>(step, t, buf, job_geometry(), l); });
       ex.sync();
+      if (!inverse && !dy_job && step == kColsForward) {
+        ex.each([&](int t, L&) {
+          if (on) cols_product<F>(t, spec, g);
+        });
+        ex.sync();
+      }
     }
+    if (!inverse && !dy_job && one_pair) continue;  // its product waits for the inverse job
     ex.each([&](int t, L&) {
       if (!on) return;
       if (inverse) {
         store_output<F>(t, buf, lags, store);
       } else if (dy_job) {
         filter_spectrum_out<F>(t, spec, g, true, scale);
+      } else if (rows) {
+        move_read_rows<F>(t, spec, acc, lags, false, image > 0);
       } else {
-        cols_product<F>(t, spec, g);
+        move_spectrum<F>(t, spec, acc, image > 0);
       }
     });
     ex.sync();
-    if (!inverse && !dy_job && !one_pair) {
-      ex.each([&](int t, L&) {
-        if (on) move_spectrum<F>(t, spec, acc, image > 0);
-      });
-      ex.sync();
-    }
   }
 }
 

@@ -485,6 +485,61 @@ struct StripStager {
   }
 };
 
+// Output plane `plane` of a strip kernel's block (both forms): its output channel and the source
+// plane it reads; the block's kBlock threads copy its factors into wts.
+template <typename T, int kBlock>
+struct StripPlane {
+  int oc;
+  const T* src;
+  __device__ StripPlane(const SeparableArgs& a, std::int64_t plane, float* wts, int fac_plane) {
+    const SeparableGeometry& g = a.g;
+    const int n = static_cast<int>(plane / a.out_channels);
+    oc = static_cast<int>(plane - std::int64_t(n) * a.out_channels);
+    const int group = oc / a.out_per_group;
+    const int fplane = group * a.factor_group_step + (oc % a.out_per_group) * a.factor_out_step;
+    src = static_cast<const T*>(a.src) +
+          (std::int64_t(n) * a.src_channels + group) * (std::int64_t(g.h.src) * g.w.src);
+    const float* f = a.factors + std::int64_t(fplane) * a.rank * fac_plane;
+    for (int i = threadIdx.x; i < a.rank * fac_plane; i += kBlock) wts[i] = f[i];
+  }
+};
+
+// A thread's row-pass run: kStripRun outputs of one source row for each factor r, written at
+// dst + r * factor_step (the ring's or the whole strip's row-pass rows).
+__device__ __forceinline__ void row_pass_run(const RowReader& src_row, const float* wts, int rank,
+                                             int fac_plane, int fac_h, int taps_w, float* dst,
+                                             int factor_step) {
+  for (int r = 0; r < rank; ++r) {
+    float o[kStripRun] = {};
+    strip_taps_run(src_row, wts + r * fac_plane + fac_h, taps_w, o);
+    float* t = dst + r * factor_step;
+    *reinterpret_cast<float4*>(t) = make_float4(o[0], o[1], o[2], o[3]);
+    *reinterpret_cast<float4*>(t + 4) = make_float4(o[4], o[5], o[6], o[7]);
+  }
+}
+
+// A thread's column-pass run: column c of the row-pass rows (each factor's `depth` rows at
+// rows + r * factor_step, read from row `first` on, wrapping at depth), kStripRun outputs summed
+// over the factors, stored with the bias at output rows oh .. oh + kStripRun - 1 of column ow.
+template <typename T>
+__device__ __forceinline__ void column_pass_run(const float* rows, int factor_step, int first,
+                                                int depth, const float* wts, int rank,
+                                                int fac_plane, int taps_h, int c, T* out,
+                                                const SeparableGeometry& g, int ow, int oh,
+                                                float b) {
+  float acc[kStripRun] = {};
+  for (int r = 0; r < rank; ++r) {
+    const RingReader col{rows + r * factor_step + c, first, depth};
+    strip_taps_run(col, wts + r * fac_plane, taps_h, acc);
+  }
+  if (ow < g.w.out) {
+#pragma unroll
+    for (int j = 0; j < kStripRun; ++j) {
+      if (oh + j < g.h.out) out[std::int64_t(oh + j) * g.w.out + ow] = from_float<T>(acc[j] + b);
+    }
+  }
+}
+
 template <typename T, bool kBorder>
 __global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const SeparableArgs a) {
   extern __shared__ __align__(16) float smem[];
@@ -500,19 +555,14 @@ __global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const Se
   const std::int64_t plane = blockIdx.x / tiles;
   const int tile = static_cast<int>(blockIdx.x - plane * tiles);
   const int oh0 = (tile / strips) * g.seg_chunks * kChunk, ow0 = (tile % strips) * kStripW;
-  const int n = static_cast<int>(plane / a.out_channels);
-  const int oc = static_cast<int>(plane - std::int64_t(n) * a.out_channels);
-  const int group = oc / a.out_per_group;
-  const int fplane = group * a.factor_group_step + (oc % a.out_per_group) * a.factor_out_step;
-  const T* sp = static_cast<const T*>(a.src) +
-                (std::int64_t(n) * a.src_channels + group) * (std::int64_t(g.h.src) * g.w.src);
+  const StripPlane<T, kStripThreads> bp(a, plane, wts, fac_plane);
+  const int oc = bp.oc;
+  const T* sp = bp.src;
   const int v0 = oh0 + g.h.off, u0 = ow0 + g.w.off;
   // Steps of output rows in this segment, and the steps of row-pass rows they read.
   const int out_steps = min(g.seg_chunks, (g.h.out - oh0 + kChunk - 1) / kChunk);
   const int steps = out_steps + slots - 1;
 
-  const float* f = a.factors + std::int64_t(fplane) * a.rank * fac_plane;
-  for (int i = threadIdx.x; i < a.rank * fac_plane; i += kStripThreads) wts[i] = f[i];
   const StripStager<T, kBorder> stager(a, u0);
   stager.stage(a, sp, v0, stage);
 
@@ -534,30 +584,13 @@ __global__ void __launch_bounds__(kStripThreads) separable_strip_kernel(const Se
     }
     const RowReader src_row{stage + (k & 1) * kChunk * pitch + i * pitch + rcol};
     const int slot_row = (k % slots) * kChunk + i;
-    for (int r = 0; r < a.rank; ++r) {
-      float o[kStripRun] = {};
-      strip_taps_run(src_row, wts + r * fac_plane + fac_h, taps_w, o);
-      float* t = ring + (r * ring_rows + slot_row) * kStripW + rcol;
-      *reinterpret_cast<float4*>(t) = make_float4(o[0], o[1], o[2], o[3]);
-      *reinterpret_cast<float4*>(t + 4) = make_float4(o[4], o[5], o[6], o[7]);
-    }
+    row_pass_run(src_row, wts, a.rank, fac_plane, fac_h, taps_w, ring + slot_row * kStripW + rcol,
+                 ring_rows * kStripW);
     __syncthreads();
     const int m = k - (slots - 1);  // the output step whose last row-pass rows are in
     if (m < 0) continue;
-    float acc[kStripRun] = {};
-    const int first = (m % slots) * kChunk + crow;
-    for (int r = 0; r < a.rank; ++r) {
-      const RingReader col{ring + r * ring_rows * kStripW + c, first, ring_rows};
-      strip_taps_run(col, wts + r * fac_plane, taps_h, acc);
-    }
-    const int ow = ow0 + c;
-    if (ow < g.w.out) {
-#pragma unroll
-      for (int j = 0; j < kStripRun; ++j) {
-        const int oh = oh0 + m * kChunk + crow + j;
-        if (oh < g.h.out) out[std::int64_t(oh) * g.w.out + ow] = from_float<T>(acc[j] + b);
-      }
-    }
+    column_pass_run(ring, ring_rows * kStripW, (m % slots) * kChunk + crow, ring_rows, wts,
+                    a.rank, fac_plane, taps_h, c, out, g, ow0 + c, oh0 + m * kChunk + crow, b);
   }
 }
 
@@ -578,15 +611,9 @@ __global__ void __launch_bounds__(kWholeThreads) separable_whole_kernel(const Se
   const int strips = a.tiles_w;
   const std::int64_t plane = blockIdx.x / strips;
   const int ow0 = static_cast<int>(blockIdx.x - plane * strips) * kStripW;
-  const int n = static_cast<int>(plane / a.out_channels);
-  const int oc = static_cast<int>(plane - std::int64_t(n) * a.out_channels);
-  const int group = oc / a.out_per_group;
-  const int fplane = group * a.factor_group_step + (oc % a.out_per_group) * a.factor_out_step;
-  const T* sp = static_cast<const T*>(a.src) +
-                (std::int64_t(n) * a.src_channels + group) * (std::int64_t(g.h.src) * g.w.src);
-
-  const float* f = a.factors + std::int64_t(fplane) * a.rank * fac_plane;
-  for (int i = threadIdx.x; i < a.rank * fac_plane; i += kWholeThreads) wts[i] = f[i];
+  const StripPlane<T, kWholeThreads> bp(a, plane, wts, fac_plane);
+  const int oc = bp.oc;
+  const T* sp = bp.src;
   {
     const StripStager<T, kBorder, kWholeThreads> stager(a, ow0 + g.w.off);
     for (int v = 0; v < a.rows; v += kChunk) stager.stage(a, sp, g.h.off + v, stage + v * pitch);
@@ -597,14 +624,8 @@ __global__ void __launch_bounds__(kWholeThreads) separable_whole_kernel(const Se
   constexpr int kRowRuns = kStripW / kStripRun;  // runs of a row
   for (int u = threadIdx.x; u < pass_rows * kRowRuns; u += kWholeThreads) {
     const int i = u / kRowRuns, rcol = (u % kRowRuns) * kStripRun;
-    const RowReader src_row{stage + i * pitch + rcol};
-    for (int r = 0; r < a.rank; ++r) {
-      float o[kStripRun] = {};
-      strip_taps_run(src_row, wts + r * fac_plane + fac_h, taps_w, o);
-      float* t = rows + (r * pass_rows + i) * kStripW + rcol;
-      *reinterpret_cast<float4*>(t) = make_float4(o[0], o[1], o[2], o[3]);
-      *reinterpret_cast<float4*>(t + 4) = make_float4(o[4], o[5], o[6], o[7]);
-    }
+    row_pass_run(RowReader{stage + i * pitch + rcol}, wts, a.rank, fac_plane, fac_h, taps_w,
+                 rows + i * kStripW + rcol, pass_rows * kStripW);
   }
   __syncthreads();
 
@@ -614,20 +635,9 @@ __global__ void __launch_bounds__(kWholeThreads) separable_whole_kernel(const Se
   const int out_runs = (g.h.out + kStripRun - 1) / kStripRun * kStripW;
   for (int u = threadIdx.x; u < out_runs; u += kWholeThreads) {
     const int c = u % kStripW, crow = (u / kStripW) * kStripRun;
-    float acc[kStripRun] = {};
-    for (int r = 0; r < a.rank; ++r) {
-      // Rows crow .. crow + taps_h + kStripRun - 1, below pass_rows: never wraps.
-      const RingReader col{rows + r * pass_rows * kStripW + c, crow, pass_rows};
-      strip_taps_run(col, wts + r * fac_plane, taps_h, acc);
-    }
-    const int ow = ow0 + c;
-    if (ow < g.w.out) {
-#pragma unroll
-      for (int j = 0; j < kStripRun; ++j) {
-        const int oh = crow + j;
-        if (oh < g.h.out) out[std::int64_t(oh) * g.w.out + ow] = from_float<T>(acc[j] + b);
-      }
-    }
+    // Rows crow .. crow + taps_h + kStripRun - 1, below pass_rows: never wraps.
+    column_pass_run(rows, pass_rows * kStripW, crow, pass_rows, wts, a.rank, fac_plane, taps_h, c,
+                    out, g, ow0 + c, crow, b);
   }
 }
 

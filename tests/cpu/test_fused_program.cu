@@ -346,12 +346,12 @@ struct HostTiledGeos {
 template <int F>
 std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<float>& x,
                                        const std::vector<float>& dy, int sms, int* chunks,
-                                       bool tiled = false) {
+                                       bool tiled = false, bool sum_rows = false) {
   using L = fused::Layout<F>;
   detail::FusedTiling t;
-  const detail::FusedWgradArgs a =
-      tiled ? detail::fused_tiled_wgrad_args(d, F, DType::kF32, sms, &t)
-            : detail::fused_wgrad_args(d, F, DType::kF32, sms);
+  detail::FusedWgradArgs a = tiled ? detail::fused_tiled_wgrad_args(d, F, DType::kF32, sms, &t)
+                                   : detail::fused_wgrad_args(d, F, DType::kF32, sms);
+  a.sum_rows = sum_rows;
   *chunks = a.chunks;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::int64_t window = d.r * d.s, c = d.c;
@@ -384,11 +384,12 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
     };
     if (tiled) {
       fused::fused_wgrad_program<F>(ex, buf.data(), tiles, a.x_geo, g.data(), acc.data(),
-                                    a.per_chunk, count, true, a.scale, x_copy, dy_copy, store);
+                                    a.per_chunk, count, true, a.scale, a.sum_rows, x_copy,
+                                    dy_copy, store);
     } else {
       fused::fused_wgrad_program<F>(ex, buf.data(), fused::WholeWgradGeos{a.x_geo, a.dy_geo},
                                     a.x_geo, g.data(), acc.data(), a.per_chunk, count, true,
-                                    a.scale, x_copy, dy_copy, store);
+                                    a.scale, a.sum_rows, x_copy, dy_copy, store);
     }
   }
   std::vector<float> dw(static_cast<std::size_t>(c * window));
@@ -402,25 +403,27 @@ std::vector<float> emulate_wgrad_sized(const ConvDesc& d, const std::vector<floa
 
 std::vector<float> emulate_wgrad(const ConvDesc& d, const std::vector<float>& x,
                                  const std::vector<float>& dy, int sms, int* chunks,
-                                 int tiled_size = 0) {
+                                 int tiled_size = 0, bool sum_rows = false) {
   return with_size(tiled_size > 0 ? tiled_size : detail::fused_wgrad_size(d), d, [&](auto f) {
-    return emulate_wgrad_sized<decltype(f)::value>(d, x, dy, sms, chunks, tiled_size > 0);
+    return emulate_wgrad_sized<decltype(f)::value>(d, x, dy, sms, chunks, tiled_size > 0,
+                                                   sum_rows);
   });
 }
 
-// The backward filter, whole planes or (tiled_size > 0) in tiles of that size, against the
-// fp64 oracle.
+// The backward filter, whole planes or (tiled_size > 0) in tiles of that size, its slots
+// summing spectra or (sum_rows) the window's rows, against the fp64 oracle.
 testing::ErrorStats check_wgrad(const ConvDesc& d, std::uint64_t seed, int sms, int* chunks,
-                                int tiled_size = 0) {
+                                int tiled_size = 0, bool sum_rows = false) {
   const std::vector<float> x = testing::random_values(d.x_elems(), seed, DType::kF32);
   const std::vector<float> dy = testing::random_values(d.y_elems(), seed + 1, DType::kF32);
   std::vector<double> ref(static_cast<std::size_t>(d.w_elems()));
   reference::conv2d_backward_filter_host(d, x.data(), dy.data(), ref.data());
-  return testing::compare(emulate_wgrad(d, x, dy, sms, chunks, tiled_size), ref);
+  return testing::compare(emulate_wgrad(d, x, dy, sms, chunks, tiled_size, sum_rows), ref);
 }
 
 // Random descriptors of one channel per group (padding, stride, dilation, rectangular kernels,
-// wide padding), sliced over the batch as a device of 1, 2 or 132 SMs would slice them.
+// wide padding), sliced over the batch as a device of 1, 2 or 132 SMs would slice them; the
+// slots summing spectra and (FusedWgradArgs::sum_rows) the window's rows.
 TEST(FusedProgram, BackwardFilterSweep) {
   std::mt19937_64 gen(83);
   double worst = 0.0;
@@ -434,15 +437,17 @@ TEST(FusedProgram, BackwardFilterSweep) {
     } while (detail::fused_wgrad_size(d) < 0);
     const int sms = i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 132;
     ++per_size[detail::fused_wgrad_size(d)];
-    int chunks = 0;
-    const testing::ErrorStats e = check_wgrad(d, 9000 + i, sms, &chunks);
-    sliced += chunks > 1;
-    worst = std::max(worst, e.rel_l2);
-    if (!e.pass(1e-5)) {
-      ++failures;
-      ADD_FAILURE() << "wgrad " << d.to_string() << " (fused "
-                    << detail::fused_wgrad_size(d) << ", " << chunks
-                    << " slices): " << e.to_string();
+    for (bool sum_rows : {false, true}) {
+      int chunks = 0;
+      const testing::ErrorStats e = check_wgrad(d, 9000 + i, sms, &chunks, 0, sum_rows);
+      sliced += chunks > 1 && !sum_rows;
+      worst = std::max(worst, e.rel_l2);
+      if (!e.pass(1e-5)) {
+        ++failures;
+        ADD_FAILURE() << "wgrad " << d.to_string() << " (fused " << detail::fused_wgrad_size(d)
+                      << ", " << chunks << " slices" << (sum_rows ? ", rows summed" : "")
+                      << "): " << e.to_string();
+      }
     }
   }
   std::printf("[ emulated ] wgrad: %d cases (per size F: %s; %d sliced), %d failures, worst "
@@ -466,10 +471,25 @@ TEST(FusedProgram, BackwardFilterGeometries) {
     ASSERT_GE(detail::fused_wgrad_size(d), 0) << s;
     for (int sms : {1, 132}) {
       int chunks = 0;
+      const testing::ErrorStats r = check_wgrad(d, 78, sms, &chunks, 0, true);
+      EXPECT_TRUE(r.pass(1e-5)) << s << " (" << chunks << " slices, rows summed): "
+                                << r.to_string();
       const testing::ErrorStats e = check_wgrad(d, 78, sms, &chunks);
       EXPECT_TRUE(e.pass(1e-5)) << s << " (" << chunks << " slices): " << e.to_string();
     }
   }
+}
+
+// FFTCONV_FUSED_WGRAD_SUM=rows at plan time makes the slots sum the window's rows.
+TEST(FusedProgram, BackwardFilterRowsSumOption) {
+  const ConvDesc d = ConvDesc::parse("n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32");
+  unsetenv("FFTCONV_FUSED_WGRAD_SUM");
+  EXPECT_FALSE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
+  setenv("FFTCONV_FUSED_WGRAD_SUM", "rows", 1);
+  EXPECT_TRUE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
+  setenv("FFTCONV_FUSED_WGRAD_SUM", "spectrum", 1);
+  EXPECT_FALSE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
+  unsetenv("FFTCONV_FUSED_WGRAD_SUM");
 }
 
 // The period rule: the landmark row (96x96, 45x45, same padding) at 128; 14x14 with 31x31 and
@@ -525,6 +545,7 @@ TEST(FusedProgram, BackwardFilterSlices) {
 TEST(FusedProgram, TiledBackwardFilterSweep) {
   std::mt19937_64 gen(95);
   double worst = 0.0;
+  double worst_rows = 0.0;
   int failures = 0, tiles = 0, sliced = 0;
   std::map<int, int> per_size;
   constexpr int kCases = 120;
@@ -545,20 +566,24 @@ TEST(FusedProgram, TiledBackwardFilterSweep) {
     tiles += th * tw;
     ++per_size[f];
     const int sms = i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 132;
-    int chunks = 0;
-    const testing::ErrorStats e = check_wgrad(d, 9500 + i, sms, &chunks, f);
-    sliced += chunks > 1;
-    worst = std::max(worst, e.rel_l2);
-    if (!e.pass(1e-5)) {
-      ++failures;
-      ADD_FAILURE() << "tiled wgrad " << d.to_string() << " (tiles of " << f << ", " << th
-                    << "x" << tw << ", " << chunks << " slices): " << e.to_string();
+    for (bool sum_rows : {false, true}) {
+      int chunks = 0;
+      const testing::ErrorStats e = check_wgrad(d, 9500 + i, sms, &chunks, f, sum_rows);
+      sliced += chunks > 1 && !sum_rows;
+      worst = std::max(worst, e.rel_l2);
+      worst_rows = sum_rows ? std::max(worst_rows, e.rel_l2) : worst_rows;
+      if (!e.pass(1e-5)) {
+        ++failures;
+        ADD_FAILURE() << "tiled wgrad " << d.to_string() << " (tiles of " << f << ", " << th
+                      << "x" << tw << ", " << chunks << " slices"
+                      << (sum_rows ? ", rows summed" : "") << "): " << e.to_string();
+      }
     }
     ++i;
   }
   std::printf("[ emulated ] tiled wgrad: %d cases, %d tiles (per size F: %s; %d sliced), %d "
-              "failures, worst rel_l2 %.3e\n",
-              kCases, tiles, per_size_text(per_size).c_str(), sliced, failures, worst);
+              "failures, worst rel_l2 %.3e (rows summed: %.3e)\n",
+              kCases, tiles, per_size_text(per_size).c_str(), sliced, failures, worst, worst_rows);
   EXPECT_GT(sliced, 0);
 }
 
