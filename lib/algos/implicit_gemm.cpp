@@ -66,6 +66,17 @@ class ImplicitGemmFactory final : public AlgoFactory {
     }
     const Support s = igemm_wgrad_support(d);
     if (!s.ok()) return s;
+    // Under Auto, wide tiles only: with 64 x 64 tiles (below 128 filters a group) it ran slower
+    // than the engine's other choices on every such row measured (H100,
+    // data/results/h100/2026-12-07b/RUNS.md, run 7: small3x3_c128_112_g4 0.795 ms against
+    // cuDNN's 0.423, small7x7_c128_112_g4 1.993 against the FFT's 0.919, small3x3_c32_224 0.316
+    // against 0.242).
+    if (o.algo == Algo::kAuto &&
+        igemm_wgrad_geometry(d, current_sm_count()).tile == igemm::Tile::kNarrow) {
+      return Support::no(Status::kNotSupported,
+                         "not tried: under Auto the implicit-GEMM backward filter takes 128 "
+                         "filters a group or more (its wide tiles)");
+    }
     const std::size_t need = igemm_wgrad_geometry(d, current_sm_count()).workspace_bytes();
     if (need > o.workspace_limit) {
       return Support::no(Status::kOutOfMemory,
@@ -79,7 +90,10 @@ class ImplicitGemmFactory final : public AlgoFactory {
 
   double estimate_us(const ConvDesc& d, const Options&, std::string* detail) const override {
     const IgemmWgradGeometry g = igemm_wgrad_geometry(d, current_sm_count());
-    if (detail) *detail = std::to_string(igemm::tile_m(g.tile)) + "x64 tiles";
+    if (detail) {
+      *detail = std::to_string(igemm::tile_m(g.tile)) + "x" +
+                std::to_string(igemm::tile_n(g.tile)) + " tiles";
+    }
     return estimate_igemm_wgrad_us(g, current_sm_count());
   }
 

@@ -20,7 +20,7 @@ using Nhwc = cutlass::layout::TensorNHWC;
 
 /// CUTLASS's Conv2dWgrad on fp32 channels-last tensors: TF32 MMAs (m16n8k8, sm_80 on) in the
 /// 3xTF32 split, the optimized iterators (16-byte accesses: channels a multiple of 4), three
-/// pipeline stages, warps of 64x32 outputs.
+/// pipeline stages, four warps of a quarter of the tile each.
 template <int kM, int kN>
 struct WgradOp {
   using Kernel = typename cutlass::conv::kernel::DefaultConv2dWgrad<
@@ -34,6 +34,7 @@ struct WgradOp {
 };
 using WideOp = WgradOp<igemm::tile_m(igemm::Tile::kWide), igemm::tile_n(igemm::Tile::kWide)>;
 using NarrowOp = WgradOp<igemm::tile_m(igemm::Tile::kNarrow), igemm::tile_n(igemm::Tile::kNarrow)>;
+using SquareOp = WgradOp<igemm::tile_m(igemm::Tile::kSquare), igemm::tile_n(igemm::Tile::kSquare)>;
 
 std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
 
@@ -156,10 +157,16 @@ void prepare_igemm_wgrad(const IgemmWgradGeometry& g) {
     throw Error(Status::kNotSupported,
                 "the implicit-GEMM backward filter needs compute capability 8.0 (TF32 MMA)");
   }
-  if (g.tile == igemm::Tile::kWide) {
-    check_implementable<WideOp>(g);
-  } else {
-    check_implementable<NarrowOp>(g);
+  switch (g.tile) {
+    case igemm::Tile::kWide:
+      check_implementable<WideOp>(g);
+      break;
+    case igemm::Tile::kNarrow:
+      check_implementable<NarrowOp>(g);
+      break;
+    case igemm::Tile::kSquare:
+      check_implementable<SquareOp>(g);
+      break;
   }
 }
 
@@ -180,12 +187,18 @@ void launch_igemm_wgrad(const IgemmWgradGeometry& g, const float* x, const float
   const std::int64_t dy_group = std::int64_t(g.n) * g.out_h * g.out_w * g.kg4;
   const std::int64_t dw_group = std::int64_t(g.kg4) * g.r * g.s * g.cg4;
   for (int grp = 0; grp < g.groups; ++grp) {
-    if (g.tile == igemm::Tile::kWide) {
-      run_group<WideOp>(g, xt + grp * x_group, dyt + grp * dy_group, dwt + grp * dw_group,
-                        semaphores, stream);
-    } else {
-      run_group<NarrowOp>(g, xt + grp * x_group, dyt + grp * dy_group, dwt + grp * dw_group,
-                          semaphores, stream);
+    const float *xg = xt + grp * x_group, *dyg = dyt + grp * dy_group;
+    float* dwg = dwt + grp * dw_group;
+    switch (g.tile) {
+      case igemm::Tile::kWide:
+        run_group<WideOp>(g, xg, dyg, dwg, semaphores, stream);
+        break;
+      case igemm::Tile::kNarrow:
+        run_group<NarrowOp>(g, xg, dyg, dwg, semaphores, stream);
+        break;
+      case igemm::Tile::kSquare:
+        run_group<SquareOp>(g, xg, dyg, dwg, semaphores, stream);
+        break;
     }
   }
   const std::int64_t elems = std::int64_t(g.groups) * g.kg * g.cg * g.r * g.s;

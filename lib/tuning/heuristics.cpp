@@ -664,19 +664,22 @@ const CgemmKernel& choose_cgemm(const CgemmProblem& p, int sm_count, std::size_t
 }
 
 // The implicit-GEMM backward filter (lib/igemm): its channels-last copies of x and dy (read and
-// written at the streaming rate) and of dw back, the groups' GEMMs one after the other at the
-// 3xTF32 rate of the tensor-core tilings above (padded tiles, in whole waves of two blocks an SM)
-// and its launches: the two copies, per group the GEMM and, with split-K slices, the
-// semaphores' reset, and dw's copy back. Not yet measured: the rate is the tensor-core
-// tilings' (an expectation).
-double estimate_igemm_wgrad_us(const IgemmWgradGeometry& g, int sm_count) {
+// written at the streaming rate) and of dw back, the groups' GEMMs one after the other at
+// kIgemmFlopsPerUs on the padded tiles (the rate as measured, wave tails included) and its
+// launches: the two copies, per group the GEMM and, with split-K slices, the semaphores' reset,
+// and dw's copy back. The rate with 128 x 64 tiles (H100, data/results/h100/2026-12-07b/RUNS.md,
+// run 7; fp32 products, two flops each, less the copies): small5x5_c512_56 3.23 ms (51 TFLOP/s,
+// estimated 3.34), seed1_grouped3x3_f32 1.68 ms (52, estimated 1.78), small3x3_c512_56 1.43 ms
+// (43, estimated 1.24); half the tensor-core tilings' rate above. Narrow tiles with many slices
+// ran slower still (small3x3_c128_112_g4, 32 filters a group and 52 slices: 0.80 ms, about 23),
+// which Auto does not take (algos/implicit_gemm.cpp).
+constexpr double kIgemmFlopsPerUs = 50.0e6;
+
+double estimate_igemm_wgrad_us(const IgemmWgradGeometry& g, int /*sm_count*/) {
   const double copies = 4.0 * (double(g.n) * g.groups * g.cg * g.h * g.w + double(g.x_floats()) +
                                double(g.n) * g.groups * g.kg * g.out_h * g.out_w +
                                double(g.dy_floats()) + 2.0 * double(g.dw_floats()));
-  const double blocks = double(g.tiles_m() * g.tiles_n()) * g.split_k;
-  const double per_wave = 2.0 * std::max(1, sm_count);
-  const double fill = std::ceil(blocks / per_wave) * per_wave / blocks;
-  const double gemm = fill * 2.0 * g.padded_macs() / kTcFlopsPerUs;
+  const double gemm = 2.0 * g.padded_macs() / kIgemmFlopsPerUs;
   const double launches = 3.0 + g.groups * (g.split_k > 1 ? 2.0 : 1.0);
   return copies / kStreamBytesPerUs + gemm + launches * kLaunchUs;
 }
