@@ -89,6 +89,30 @@ def test_gradients_match_torch_in_float64(device, algo):
 
 
 @needs_cuda
+def test_implicit_gemm_runs_the_weight_gradient():
+    # Dense channels under a 3x3 filter: the weight gradient through the implicit-GEMM path
+    # (3xTF32 on the tensor cores) within fp32's tolerance of float64; Auto runs the other passes.
+    x = torch.randn(2, 128, 20, 20, device="cuda", requires_grad=True)
+    w = torch.randn(128, 128, 3, 3, device="cuda", requires_grad=True)
+    y = fftconv.conv2d(x, w, padding=1, algo="implicit_gemm")
+    g = torch.randn_like(y)
+    try:
+        y.backward(g)
+    except RuntimeError as e:
+        if "was not built" in str(e):
+            pytest.skip(str(e))
+        raise
+    xd, wd = (t.detach().cpu().double().requires_grad_() for t in (x, w))
+    yd = F.conv2d(xd, wd, padding=1)
+    yd.backward(g.cpu().double())
+    assert rel_l2(y, yd) <= TOL[torch.float32]
+    assert rel_l2(x.grad, xd.grad) <= TOL[torch.float32]
+    assert rel_l2(w.grad, wd.grad) <= TOL[torch.float32]
+    lines = fftconv.backends.plan_cache.describe()
+    assert any("algo=implicit_gemm" in line and "pass=wgrad" in line for line in lines), lines
+
+
+@needs_cuda
 def test_direct_algo_runs_every_pass():
     # One 96x96 heatmap with a 45x45 filter: the direct path's row, every pass through it, all
     # within fp32's tolerance of float64.
