@@ -74,11 +74,10 @@ IgemmWgradGeometry igemm_wgrad_geometry(const ConvDesc& d, int sm_count) {
   g.cg4 = i32(round4(g.cg));
   g.kg4 = i32(round4(g.kg));
   g.tile = g.kg4 >= igemm::tile_m(igemm::Tile::kWide) ? igemm::Tile::kWide : igemm::Tile::kNarrow;
-  // $FFTCONV_IGEMM_TILE (wide, narrow, square) at plan time forces a tile (for timing them).
+  // $FFTCONV_IGEMM_TILE (wide, narrow) at plan time forces a tile (for timing them).
   if (const char* t = std::getenv("FFTCONV_IGEMM_TILE")) {
     if (std::strcmp(t, "wide") == 0) g.tile = igemm::Tile::kWide;
     if (std::strcmp(t, "narrow") == 0) g.tile = igemm::Tile::kNarrow;
-    if (std::strcmp(t, "square") == 0) g.tile = igemm::Tile::kSquare;
   }
   // Slices while a group's launch stays within one wave of two blocks an SM, each slice
   // kMinSlicePositions deep at least.
@@ -86,7 +85,8 @@ IgemmWgradGeometry igemm_wgrad_geometry(const ConvDesc& d, int sm_count) {
   const std::int64_t want = 2 * std::int64_t(std::max(1, sm_count)) / tiles;
   const std::int64_t most = std::max<std::int64_t>(1, g.positions() / igemm::kMinSlicePositions);
   std::int64_t cap = 65535;
-  // $FFTCONV_IGEMM_MAX_SLICES at plan time caps the slices (for timing the serial fix-up chain).
+  // $FFTCONV_IGEMM_MAX_SLICES at plan time caps the slices (for timing them: caps of 8 and 16
+  // ran the narrow tiles' rows slower, the wide ones within 2%; H100, run 9).
   if (const char* m = std::getenv("FFTCONV_IGEMM_MAX_SLICES")) cap = std::max(1, std::atoi(m));
   g.split_k = i32(std::clamp<std::int64_t>(want, 1, std::min(most, cap)));
   return g;

@@ -34,7 +34,6 @@ struct WgradOp {
 };
 using WideOp = WgradOp<igemm::tile_m(igemm::Tile::kWide), igemm::tile_n(igemm::Tile::kWide)>;
 using NarrowOp = WgradOp<igemm::tile_m(igemm::Tile::kNarrow), igemm::tile_n(igemm::Tile::kNarrow)>;
-using SquareOp = WgradOp<igemm::tile_m(igemm::Tile::kSquare), igemm::tile_n(igemm::Tile::kSquare)>;
 
 std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
 
@@ -157,16 +156,10 @@ void prepare_igemm_wgrad(const IgemmWgradGeometry& g) {
     throw Error(Status::kNotSupported,
                 "the implicit-GEMM backward filter needs compute capability 8.0 (TF32 MMA)");
   }
-  switch (g.tile) {
-    case igemm::Tile::kWide:
-      check_implementable<WideOp>(g);
-      break;
-    case igemm::Tile::kNarrow:
-      check_implementable<NarrowOp>(g);
-      break;
-    case igemm::Tile::kSquare:
-      check_implementable<SquareOp>(g);
-      break;
+  if (g.tile == igemm::Tile::kWide) {
+    check_implementable<WideOp>(g);
+  } else {
+    check_implementable<NarrowOp>(g);
   }
 }
 
@@ -189,16 +182,10 @@ void launch_igemm_wgrad(const IgemmWgradGeometry& g, const float* x, const float
   for (int grp = 0; grp < g.groups; ++grp) {
     const float *xg = xt + grp * x_group, *dyg = dyt + grp * dy_group;
     float* dwg = dwt + grp * dw_group;
-    switch (g.tile) {
-      case igemm::Tile::kWide:
-        run_group<WideOp>(g, xg, dyg, dwg, semaphores, stream);
-        break;
-      case igemm::Tile::kNarrow:
-        run_group<NarrowOp>(g, xg, dyg, dwg, semaphores, stream);
-        break;
-      case igemm::Tile::kSquare:
-        run_group<SquareOp>(g, xg, dyg, dwg, semaphores, stream);
-        break;
+    if (g.tile == igemm::Tile::kWide) {
+      run_group<WideOp>(g, xg, dyg, dwg, semaphores, stream);
+    } else {
+      run_group<NarrowOp>(g, xg, dyg, dwg, semaphores, stream);
     }
   }
   const std::int64_t elems = std::int64_t(g.groups) * g.kg * g.cg * g.r * g.s;

@@ -25,10 +25,12 @@ namespace fftconv::detail {
 
 namespace igemm {
 /// Thread-block tiles (M x N, 16 positions deep): kWide (128 x 64) for 128 output channels a
-/// group or more, kNarrow (64 x 64) below; kSquare (128 x 128) by $FFTCONV_IGEMM_TILE=square.
-enum class Tile : int { kWide = 0, kNarrow = 1, kSquare = 2 };
-constexpr int tile_m(Tile t) { return t == Tile::kNarrow ? 64 : 128; }
-constexpr int tile_n(Tile t) { return t == Tile::kSquare ? 128 : 64; }
+/// group or more, kNarrow (64 x 64) below ($FFTCONV_IGEMM_TILE=wide or narrow at plan time
+/// forces one). 128 x 128 tiles (warps of 64 x 64) ran 2.5-4x slower on every row timed (H100,
+/// data/results/h100/2026-12-07b/RUNS.md, run 9).
+enum class Tile : int { kWide = 0, kNarrow = 1 };
+constexpr int tile_m(Tile t) { return t == Tile::kWide ? 128 : 64; }
+constexpr int tile_n(Tile) { return 64; }
 constexpr int kTileK = 16;
 /// Each split-K slice walks at least this many positions (a slice's fixed costs: its tile's
 /// prologue and the serial fix-up of the partial tile).
