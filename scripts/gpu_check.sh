@@ -85,7 +85,8 @@
 # is not installed), FFTCONV_DEB_DIR (default .deb: Debian packages from scripts/fetch_debs.sh,
 # unpacked with dpkg -x for the build where the machine lacks them: CLI11, nlohmann-json, Eigen),
 # FFTCONV_WHL_DIR (default .whl: Python wheels installed with pip --no-index into $BUILD-whl and
-# put on PYTHONPATH, e.g. kornia, kornia-rs and torchvision, fetched with pip download).
+# put on PYTHONPATH, e.g. kornia, kornia-rs and torchvision, fetched with pip download; and
+# nvidia-cutlass, whose headers the build finds there for the implicit-GEMM path).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
