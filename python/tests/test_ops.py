@@ -88,6 +88,17 @@ def test_gradients_match_torch_in_float64(device, algo):
     assert rel_l2(b.grad, bd.grad) <= TOL[torch.float32]
 
 
+def assert_matches_float64(x, w, y, g, **conv):
+    """y = conv2d(x, w, **conv) and, after y.backward(g), x.grad and w.grad within fp32's
+    tolerance of F.conv2d's in float64 on the CPU."""
+    xd, wd = (t.detach().cpu().double().requires_grad_() for t in (x, w))
+    yd = F.conv2d(xd, wd, **conv)
+    yd.backward(g.cpu().double())
+    assert rel_l2(y, yd) <= TOL[torch.float32]
+    assert rel_l2(x.grad, xd.grad) <= TOL[torch.float32]
+    assert rel_l2(w.grad, wd.grad) <= TOL[torch.float32]
+
+
 @needs_cuda
 def test_implicit_gemm_runs_the_weight_gradient():
     # Dense channels under a 3x3 filter: the weight gradient through the implicit-GEMM path
@@ -102,12 +113,7 @@ def test_implicit_gemm_runs_the_weight_gradient():
         if "was not built" in str(e):
             pytest.skip(str(e))
         raise
-    xd, wd = (t.detach().cpu().double().requires_grad_() for t in (x, w))
-    yd = F.conv2d(xd, wd, padding=1)
-    yd.backward(g.cpu().double())
-    assert rel_l2(y, yd) <= TOL[torch.float32]
-    assert rel_l2(x.grad, xd.grad) <= TOL[torch.float32]
-    assert rel_l2(w.grad, wd.grad) <= TOL[torch.float32]
+    assert_matches_float64(x, w, y, g, padding=1)
     lines = fftconv.backends.plan_cache.describe()
     assert any("algo=implicit_gemm" in line and "pass=wgrad" in line for line in lines), lines
 
@@ -121,12 +127,7 @@ def test_direct_algo_runs_every_pass():
     y = fftconv.conv2d(x, w, padding=22, algo="direct")
     g = torch.randn_like(y)
     y.backward(g)
-    xd, wd = (t.detach().cpu().double().requires_grad_() for t in (x, w))
-    yd = F.conv2d(xd, wd, padding=22)
-    yd.backward(g.cpu().double())
-    assert rel_l2(y, yd) <= TOL[torch.float32]
-    assert rel_l2(x.grad, xd.grad) <= TOL[torch.float32]
-    assert rel_l2(w.grad, wd.grad) <= TOL[torch.float32]
+    assert_matches_float64(x, w, y, g, padding=22)
     lines = fftconv.backends.plan_cache.describe()
     assert any("algo=direct" in line and "pass=fwd" in line for line in lines), lines
     assert any("algo=direct" in line and "pass=dgrad" in line for line in lines), lines
