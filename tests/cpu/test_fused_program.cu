@@ -482,11 +482,16 @@ TEST(FusedProgram, BackwardFilterGeometries) {
 
 // FFTCONV_FUSED_WGRAD_SUM=rows at plan time makes the slots sum the window's rows.
 TEST(FusedProgram, BackwardFilterRowsSumOption) {
+  // By default where the window's rows are half the plane or fewer: landmark_heatmaps_dw68 (45 of
+  // 128) sums rows, slak_dw51_28 (51 of 64) its spectra; the variable forces either.
   const ConvDesc d = ConvDesc::parse("n32c68h96w96k68r45s45p22x22u1x1d1x1g68f32");
+  const ConvDesc slak = ConvDesc::parse("n32c256h28w28k256r51s51p25x25u1x1d1x1g256f32");
   unsetenv("FFTCONV_FUSED_WGRAD_SUM");
-  EXPECT_FALSE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
+  EXPECT_TRUE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
+  EXPECT_FALSE(detail::fused_wgrad_args(slak, 64, DType::kF32, 132).sum_rows);
   setenv("FFTCONV_FUSED_WGRAD_SUM", "rows", 1);
   EXPECT_TRUE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
+  EXPECT_TRUE(detail::fused_wgrad_args(slak, 64, DType::kF32, 132).sum_rows);
   setenv("FFTCONV_FUSED_WGRAD_SUM", "spectrum", 1);
   EXPECT_FALSE(detail::fused_wgrad_args(d, 128, DType::kF32, 132).sum_rows);
   unsetenv("FFTCONV_FUSED_WGRAD_SUM");
