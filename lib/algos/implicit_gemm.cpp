@@ -71,13 +71,13 @@ class ImplicitGemmFactory final : public AlgoFactory {
     // data/results/h100/2026-12-07b/RUNS.md, run 7: small3x3_c128_112_g4 0.795 ms against
     // cuDNN's 0.423, small7x7_c128_112_g4 1.993 against the FFT's 0.919, small3x3_c32_224 0.316
     // against 0.242).
-    if (o.algo == Algo::kAuto &&
-        igemm_wgrad_geometry(d, current_sm_count()).tile == igemm::Tile::kNarrow) {
+    const IgemmWgradGeometry g = igemm_wgrad_geometry(d, current_sm_count());
+    if (o.algo == Algo::kAuto && g.tile == igemm::Tile::kNarrow) {
       return Support::no(Status::kNotSupported,
                          "not tried: under Auto the implicit-GEMM backward filter takes 128 "
                          "filters a group or more (its wide tiles)");
     }
-    const std::size_t need = igemm_wgrad_geometry(d, current_sm_count()).workspace_bytes();
+    const std::size_t need = g.workspace_bytes();
     if (need > o.workspace_limit) {
       return Support::no(Status::kOutOfMemory,
                          "the implicit-GEMM backward filter's channels-last copies need " +
